@@ -1,0 +1,2 @@
+# Empty dependencies file for xfiber_testlib.
+# This may be replaced when dependencies are built.

@@ -1,0 +1,31 @@
+#!/bin/sh
+# usage: install_test.sh BUILD_DIR SOURCE_DIR CC
+# Installs BUILD_DIR into a scratch prefix, then builds and runs consumer.c
+# with pkg-config (shared and static) and with find_package(xfiber).
+set -eu
+build=$1 src=$2 cc=$3
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+prefix=$scratch/prefix
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+test -x "$prefix/bin/xfiber"
+"$prefix/bin/xfiber" --version
+
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+# shellcheck disable=SC2046
+"$cc" -o "$scratch/consumer" "$src/consumer.c" $(pkg-config --cflags --libs xfiber)
+LD_LIBRARY_PATH=$prefix/lib "$scratch/consumer"
+# shellcheck disable=SC2046
+"$cc" -static-libgcc -o "$scratch/consumer_static" "$src/consumer.c" \
+	$(pkg-config --cflags xfiber) "$prefix/lib/libxfiber.a" -pthread
+"$scratch/consumer_static"
+
+mkdir "$scratch/cm"
+cp "$src/consumer.c" "$scratch/cm/"
+cp "$src/CMakeLists.consumer.txt" "$scratch/cm/CMakeLists.txt"
+cmake -S "$scratch/cm" -B "$scratch/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$scratch/cm/build" >/dev/null
+"$scratch/cm/build/consumer_static"
+LD_LIBRARY_PATH=$prefix/lib "$scratch/cm/build/consumer_shared"
+echo "install: pkg-config and find_package consumers built and ran"

@@ -1,0 +1,34 @@
+/* testlib.h - the little the tests share: failing loudly, skipping honestly. */
+#ifndef XF_TESTS_TESTLIB_H
+#define XF_TESTS_TESTLIB_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ctest reports this exit code as "skipped" (SKIP_RETURN_CODE). */
+#define XF_TEST_SKIP 77
+
+/* Prints the reason and exits with XF_TEST_SKIP. */
+__attribute__((noreturn, format(printf, 1, 2))) void xf_test_skip(const char *fmt, ...);
+/* Prints the failure with its location and exits 1. */
+__attribute__((noreturn, format(printf, 3, 4))) void xf_test_fail_at(const char *file, int line,
+								     const char *fmt, ...);
+
+#define xf_test_fail(...) xf_test_fail_at(__FILE__, __LINE__, __VA_ARGS__)
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			xf_test_fail("check failed: %s", #cond);                                   \
+	} while (0)
+/* Compares an errno-style return value with the expected one. */
+#define CHECK_ERR(call, want)                                                                      \
+	do {                                                                                       \
+		int got_ = (call);                                                                 \
+		if (got_ != (want))                                                                \
+			xf_test_fail("%s returned %d (%s), expected %d (%s)", #call, got_,         \
+				     xf_test_errname(got_), (want), xf_test_errname(want));        \
+	} while (0)
+
+const char *xf_test_errname(int err);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * xsave_costs_nofp.c - the timed loops behind xfiber info --costs.
+ *
+ * WARNING: built -mgeneral-regs-only.  Between putting the registers into
+ * the measured state and the last timed instruction nothing may touch a
+ * vector register, or the state being measured would change under us.
+ */
+#include "tsc.h"
+#include "xfiber.h"
+#include "xsave_costs.h"
+#include "xstate/xstate.h"
+
+/* Every component back to init: XRSTOR of an image whose XSTATE_BV is 0. */
+static void reset_to_init(void *buf)
+{
+	uint64_t *q = buf;
+
+	for (unsigned i = 0; i < XSAVE_EXTENDED_OFFSET / sizeof(uint64_t); i++)
+		q[i] = 0;
+	q[FXSAVE_MXCSR_OFFSET / sizeof(uint64_t)] = MXCSR_DEFAULT;
+	xf__xrstor(buf, xf__xstate.engine.xcr0);
+}
+
+uint64_t xf__cost_batch(enum xf_cost_op op, unsigned classes, const struct xf__regs *regs,
+			void *buf, unsigned iters, uint64_t *xinuse)
+{
+	const uint64_t rfbm = xf__xstate.engine.xcr0;
+	const size_t size = xf__xstate.engine.save_size;
+	uint64_t t0, t1;
+
+	reset_to_init(buf);
+	if (classes)
+		xf__regs_load(regs, classes);
+	/* XRSTOR needs an image of this very state; the pairs start from one. */
+	xf__xsavec(buf, rfbm);
+	*xinuse = xf__xstate.engine.has_xgetbv1 ? xf__xgetbv(1) : rfbm;
+	t0 = xf_tsc_read();
+	switch (op) {
+	case XF_COST_XSAVEOPT:
+		for (unsigned i = 0; i < iters; i++)
+			xf__xsaveopt(buf, rfbm);
+		break;
+	case XF_COST_XSAVEC:
+		for (unsigned i = 0; i < iters; i++)
+			xf__xsavec(buf, rfbm);
+		break;
+	case XF_COST_XSAVE:
+		for (unsigned i = 0; i < iters; i++)
+			xf__xsave(buf, rfbm);
+		break;
+	case XF_COST_XRSTOR:
+		for (unsigned i = 0; i < iters; i++)
+			xf__xrstor(buf, rfbm);
+		break;
+	case XF_COST_FXSAVE:
+		for (unsigned i = 0; i < iters; i++)
+			xf__fxsave(buf);
+		break;
+	case XF_COST_PAIR_XSAVEOPT:
+		xf__xsaveopt(buf, rfbm);
+		for (unsigned i = 0; i < iters; i++) {
+			xf__xrstor(buf, rfbm);
+			xf__xsaveopt(buf, rfbm);
+		}
+		break;
+	case XF_COST_PAIR_XSAVEC:
+		for (unsigned i = 0; i < iters; i++) {
+			xf__xsavec(buf, rfbm);
+			xf__xrstor(buf, rfbm);
+		}
+		break;
+	case XF_COST_PAIR_API:
+		for (unsigned i = 0; i < iters; i++) {
+			xf_xstate_save(buf, size);
+			xf_xstate_restore(buf, size);
+		}
+		break;
+	default: break;
+	}
+	t1 = xf_tsc_read();
+	/* Leave nothing behind that makes the caller's kernel switches dearer. */
+	reset_to_init(buf);
+	return t1 - t0;
+}
