@@ -1,10 +1,11 @@
 # The two commands of the README.  Everything else is CMake and CTest.
 #   make bench   build (optimized) and run the benchmark suite
-#   make check   build with warnings as errors and run every test through ctest
-#                (then again under ASan+UBSan, once the runtime lands)
+#   make check   build with warnings as errors and run every test through ctest,
+#                then build again under ASan+UBSan and run the tests there too
 
 BUILD       ?= build
 BENCH_BUILD ?= build-bench
+ASAN_BUILD  ?= build-asan
 JOBS        ?= $(shell nproc)
 CMAKE       ?= cmake
 
@@ -16,6 +17,10 @@ all:
 
 check: all
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	$(CMAKE) -S . -B $(ASAN_BUILD) -DXFIBER_WERROR=ON -DXFIBER_DEBUG=ON \
+		-DXFIBER_SANITIZE=address,undefined
+	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
 bench:
 	$(CMAKE) -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release
@@ -23,4 +28,4 @@ bench:
 	$(BENCH_BUILD)/tools/xfiber info --costs
 
 clean:
-	rm -rf $(BUILD) $(BENCH_BUILD)
+	rm -rf $(BUILD) $(BENCH_BUILD) $(ASAN_BUILD)

@@ -21,6 +21,31 @@
  * The engine picks the fastest correct instruction once, when the library is
  * loaded; XFIBER_XSAVE=xsaveopt|xsavec|xsave|fxsave overrides the choice.  An
  * image must be restored by the same process that saved it.
+ *
+ * Fibers run on worker threads, M:N.  The thread that calls xf_init() becomes
+ * worker 0 and its code goes on as the first fiber:
+ *
+ *     static void *hello(void *arg) { printf("hello from %s\n", (char *)arg); return arg; }
+ *
+ *     int main(void)
+ *     {
+ *             xf_fiber *f;
+ *             void *result;
+ *
+ *             xf_init(NULL);                          // one worker per CPU
+ *             xf_spawn(&f, hello, "a fiber", NULL);
+ *             xf_join(f, &result);
+ *             return xf_shutdown();                   // back to a plain thread
+ *     }
+ *
+ * Blocking calls (xf_join, xf_sleep_ns, xf_mutex_lock, xf_cond_wait,
+ * xf_sem_wait, xf_chan_send/recv) block the fiber, never the worker.
+ * errno is saved and restored with each fiber.  __thread variables, pthread
+ * keys and other per-thread libc state belong to the worker thread, not the
+ * fiber: a fiber that moves to another worker sees that worker's copy, and
+ * the compiler may keep a thread-local address in a register across a call
+ * that switches.  Use fiber-local storage (xf_key_*) instead, or pin the
+ * fiber (xf_attr.pinned) where code needs stable thread-local state.
  */
 #ifndef XFIBER_H
 #define XFIBER_H
@@ -172,6 +197,166 @@ XF_API void xf_xstate_vzeroupper(void);	   /* YMM/ZMM upper halves (bits 2, 6) *
  * any enabled component but x87 and SSE (EINVAL).  Typical use:
  * XF_XFEATURE_MASK(XF_XFEATURE_OPMASK) | XF_XFEATURE_MASK(XF_XFEATURE_HI16_ZMM). */
 XF_API int xf_xstate_init_components(uint64_t mask);
+
+/* ---------------------------------------------------------------------------
+ * The runtime
+ */
+
+typedef struct xf_config {
+	unsigned workers;  /* worker threads; 0 = one per online CPU */
+	size_t stack_size; /* default fiber stack; 0 = XF_STACK_SIZE_DEFAULT */
+	unsigned slice_us; /* preemption time slice; 0 = XF_SLICE_US_DEFAULT */
+	bool amx;          /* request AMX permission and size stacks for AMX frames */
+	unsigned spin_us;  /* how long an idle worker spins before it sleeps; 0 = default */
+} xf_config;
+
+/* Bytes of stack for user frames.  The runtime adds room for one kernel
+ * signal frame on top (AT_MINSIGSTKSZ rounded up, ~3.4 KB, ~12 KB with AMX)
+ * and a guard page below. */
+#define XF_STACK_SIZE_DEFAULT (64 * 1024)
+#define XF_STACK_SIZE_MIN (16 * 1024)
+#define XF_SLICE_US_DEFAULT 1000
+#define XF_SLICE_US_MIN 50
+#define XF_WORKERS_MAX 256
+
+/* Starts the runtime; cfg may be NULL.  The calling thread becomes worker 0
+ * and goes on as the first fiber.  EINVAL for a bad config, EBUSY if already
+ * running, ENOMEM/EAGAIN when threads or stacks cannot be had, and
+ * xf_xstate_request_amx()'s error when cfg->amx is set and AMX is refused. */
+XF_API int xf_init(const xf_config *cfg);
+
+/* Called by the first fiber: waits until every other fiber has finished,
+ * stops the workers and returns the calling thread to plain-thread mode.
+ * EPERM from any other fiber or thread, or when the runtime is not running. */
+XF_API int xf_shutdown(void);
+
+/* ---------------------------------------------------------------------------
+ * Fibers
+ */
+
+typedef struct xf_fiber xf_fiber;
+
+typedef struct xf_attr {
+	size_t stack_size; /* 0 = the xf_config default; at least XF_STACK_SIZE_MIN */
+	bool detached;     /* start detached: nobody joins it */
+	bool pinned;       /* never migrates: runs only on `worker` */
+	int worker;        /* with pinned: the worker; -1 = the spawning fiber's worker */
+} xf_attr;
+
+#define XF_ATTR_INIT {0, false, false, -1}
+
+/* Starts fn(arg) in a new fiber.  *out (may be NULL for a detached fiber)
+ * receives the handle.  EINVAL for a NULL fn, a bad attr, or out == NULL on
+ * a joinable fiber; EPERM when the runtime is not running; ENOMEM. */
+XF_API int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr);
+
+/* Waits for f to finish and frees it; *result (if result is non-NULL) gets
+ * its return value.  EDEADLK for a self-join; EINVAL for a detached fiber or
+ * one another fiber is already joining; ESRCH for a handle that is not a
+ * live fiber; EPERM outside a fiber. */
+XF_API int xf_join(xf_fiber *f, void **result);
+
+/* Lets f free itself when it finishes.  EINVAL if already detached or being
+ * joined; ESRCH for a handle that is not a live fiber. */
+XF_API int xf_detach(xf_fiber *f);
+
+/* Lets other fibers run; returns at once when none is waiting. */
+XF_API void xf_yield(void);
+
+/* Ends the calling fiber with result (xf_join's *result).  In the first
+ * fiber it acts as xf_shutdown() followed by exit(0).  Outside a fiber it
+ * prints an error and returns. */
+XF_API void xf_exit(void *result);
+
+/* The calling fiber, or NULL outside the runtime. */
+XF_API xf_fiber *xf_self(void);
+
+/* A small number naming the fiber (1 for the first fiber), or 0 for NULL. */
+XF_API uint64_t xf_fiber_id(const xf_fiber *f);
+
+/* The worker the calling fiber runs on right now (0..workers-1), or -1. */
+XF_API int xf_worker_id(void);
+
+/* Sleeps at least ns nanoseconds.  EPERM outside a fiber. */
+XF_API int xf_sleep_ns(uint64_t ns);
+
+/* ---------------------------------------------------------------------------
+ * Fiber-local storage, like pthread keys; destructors run at fiber exit.
+ */
+
+typedef unsigned xf_key;
+#define XF_KEYS_MAX 128
+
+XF_API int xf_key_create(xf_key *key, void (*destructor)(void *)); /* EAGAIN when full */
+XF_API int xf_key_delete(xf_key key);                              /* EINVAL if unknown */
+XF_API void *xf_getspecific(xf_key key);                           /* NULL if unset */
+XF_API int xf_setspecific(xf_key key, const void *value);          /* EINVAL, EPERM, ENOMEM */
+
+/* ---------------------------------------------------------------------------
+ * Synchronisation.  Each blocks the fiber, never the worker.  The fields are
+ * private; initialise with the *_INITIALIZER or the *_init function.
+ * Timeouts are relative, in nanoseconds, and give ETIMEDOUT.
+ */
+
+typedef struct xf__waitq {
+	uint32_t lock; /* spinlock word */
+	uint32_t pad;
+	xf_fiber *head, *tail;
+} xf__waitq;
+
+typedef struct xf_mutex {
+	xf__waitq wq;
+	xf_fiber *owner;
+} xf_mutex;
+#define XF_MUTEX_INITIALIZER {{0, 0, NULL, NULL}, NULL}
+
+XF_API int xf_mutex_init(xf_mutex *m);
+XF_API int xf_mutex_destroy(xf_mutex *m); /* EBUSY if locked or waited on */
+XF_API int xf_mutex_lock(xf_mutex *m);    /* EDEADLK if the caller holds it */
+XF_API int xf_mutex_trylock(xf_mutex *m); /* EBUSY if held */
+XF_API int xf_mutex_unlock(xf_mutex *m);  /* EPERM unless the caller holds it */
+
+typedef struct xf_cond {
+	xf__waitq wq;
+} xf_cond;
+#define XF_COND_INITIALIZER {{0, 0, NULL, NULL}}
+
+XF_API int xf_cond_init(xf_cond *c);
+XF_API int xf_cond_destroy(xf_cond *c); /* EBUSY if waited on */
+XF_API int xf_cond_wait(xf_cond *c, xf_mutex *m);
+XF_API int xf_cond_timedwait(xf_cond *c, xf_mutex *m, uint64_t timeout_ns);
+XF_API int xf_cond_signal(xf_cond *c);
+XF_API int xf_cond_broadcast(xf_cond *c);
+
+typedef struct xf_sem {
+	xf__waitq wq;
+	uint64_t value;
+} xf_sem;
+#define XF_SEM_INITIALIZER(v) {{0, 0, NULL, NULL}, (v)}
+
+XF_API int xf_sem_init(xf_sem *s, uint64_t value);
+XF_API int xf_sem_destroy(xf_sem *s); /* EBUSY if waited on */
+XF_API int xf_sem_wait(xf_sem *s);
+XF_API int xf_sem_trywait(xf_sem *s); /* EAGAIN at zero */
+XF_API int xf_sem_timedwait(xf_sem *s, uint64_t timeout_ns);
+XF_API int xf_sem_post(xf_sem *s);    /* EOVERFLOW at UINT64_MAX */
+XF_API int xf_sem_getvalue(xf_sem *s, uint64_t *value);
+
+/* A bounded MPMC channel of fixed-size messages.  capacity 0 makes every
+ * send wait for its receiver (a rendezvous).  Messages from one sender
+ * arrive in the order sent.  After xf_chan_close() sends fail with EPIPE and
+ * receives drain what is buffered, then fail with EPIPE. */
+typedef struct xf_chan xf_chan;
+
+XF_API int xf_chan_create(xf_chan **out, size_t msg_size, size_t capacity);
+XF_API int xf_chan_destroy(xf_chan *ch); /* EBUSY while fibers wait on it */
+XF_API int xf_chan_send(xf_chan *ch, const void *msg);
+XF_API int xf_chan_try_send(xf_chan *ch, const void *msg); /* EAGAIN when full */
+XF_API int xf_chan_timed_send(xf_chan *ch, const void *msg, uint64_t timeout_ns);
+XF_API int xf_chan_recv(xf_chan *ch, void *msg);
+XF_API int xf_chan_try_recv(xf_chan *ch, void *msg); /* EAGAIN when empty */
+XF_API int xf_chan_timed_recv(xf_chan *ch, void *msg, uint64_t timeout_ns);
+XF_API int xf_chan_close(xf_chan *ch); /* EPIPE if already closed */
 
 #ifdef __cplusplus
 }

@@ -50,6 +50,7 @@ set(CMAKE_MAKEFILE_DEPENDS
   "/work/main/src/CMakeLists.txt"
   "/work/main/tests/CMakeLists.txt"
   "/work/main/tests/install/CMakeLists.txt"
+  "/work/main/tests/runtime/CMakeLists.txt"
   "/work/main/tests/xstate/CMakeLists.txt"
   "/work/main/tools/CMakeLists.txt"
   )
@@ -71,6 +72,7 @@ set(CMAKE_MAKEFILE_PRODUCTS
   "tools/CMakeFiles/CMakeDirectoryInformation.cmake"
   "tests/CMakeFiles/CMakeDirectoryInformation.cmake"
   "tests/install/CMakeFiles/CMakeDirectoryInformation.cmake"
+  "tests/runtime/CMakeFiles/CMakeDirectoryInformation.cmake"
   "tests/xstate/CMakeFiles/CMakeDirectoryInformation.cmake"
   "bench/CMakeFiles/CMakeDirectoryInformation.cmake"
   )
@@ -111,6 +113,12 @@ set(CMAKE_DEPEND_INFO_FILES
   "src/CMakeFiles/xfiber_shared.dir/DependInfo.cmake"
   "tools/CMakeFiles/xfiber.dir/DependInfo.cmake"
   "tests/CMakeFiles/xfiber_testlib.dir/DependInfo.cmake"
+  "tests/runtime/CMakeFiles/runtime_test_fiber.dir/DependInfo.cmake"
+  "tests/runtime/CMakeFiles/runtime_test_many.dir/DependInfo.cmake"
+  "tests/runtime/CMakeFiles/runtime_test_sched.dir/DependInfo.cmake"
+  "tests/runtime/CMakeFiles/runtime_test_sync.dir/DependInfo.cmake"
+  "tests/runtime/CMakeFiles/runtime_test_state.dir/DependInfo.cmake"
+  "tests/runtime/CMakeFiles/runtime_test_overflow.dir/DependInfo.cmake"
   "tests/xstate/CMakeFiles/xstate_test_regs.dir/DependInfo.cmake"
   "tests/xstate/CMakeFiles/xstate_test_api.dir/DependInfo.cmake"
   "tests/xstate/CMakeFiles/xstate_test_strategy.dir/DependInfo.cmake"

@@ -18,6 +18,7 @@ set(OLD_GLOB
   "/work/main/tests/CMakeLists.txt"
   "/work/main/tests/install"
   "/work/main/tests/lib"
+  "/work/main/tests/runtime"
   "/work/main/tests/xstate"
   )
 if(NOT "${NEW_GLOB}" STREQUAL "${OLD_GLOB}")
@@ -62,6 +63,7 @@ endif()
 # XFIBER_SOURCES at src/CMakeLists.txt:3 (file)
 file(GLOB_RECURSE NEW_GLOB LIST_DIRECTORIES false "/work/main/src/*.S")
 set(OLD_GLOB
+  "/work/main/src/arch/switch_x86_64_sysv_elf_gas.S"
   "/work/main/src/xstate/regs_x86_64_sysv_elf_gas.S"
   "/work/main/src/xstate/xsave_x86_64_sysv_elf_gas.S"
   )
@@ -73,7 +75,19 @@ endif()
 # XFIBER_SOURCES at src/CMakeLists.txt:3 (file)
 file(GLOB_RECURSE NEW_GLOB LIST_DIRECTORIES false "/work/main/src/*.c")
 set(OLD_GLOB
+  "/work/main/src/arch/context.c"
   "/work/main/src/common/version.c"
+  "/work/main/src/sched/fiber.c"
+  "/work/main/src/sched/runtime.c"
+  "/work/main/src/sched/schedule.c"
+  "/work/main/src/sched/stack.c"
+  "/work/main/src/sched/timer.c"
+  "/work/main/src/sched/worker.c"
+  "/work/main/src/sync/chan.c"
+  "/work/main/src/sync/cond.c"
+  "/work/main/src/sync/mutex.c"
+  "/work/main/src/sync/sem.c"
+  "/work/main/src/sync/waitq.c"
   "/work/main/src/xstate/discover.c"
   "/work/main/src/xstate/engine_nofp.c"
   "/work/main/src/xstate/regs.c"
@@ -83,10 +97,48 @@ if(NOT "${NEW_GLOB}" STREQUAL "${OLD_GLOB}")
   file(TOUCH_NOCREATE "/work/main/build/CMakeFiles/cmake.verify_globs")
 endif()
 
-# XFIBER_NOFP_SOURCES at src/CMakeLists.txt:18 (file)
+# XFIBER_NOFP_SOURCES at src/CMakeLists.txt:19 (file)
 file(GLOB_RECURSE NEW_GLOB LIST_DIRECTORIES false "/work/main/src/*_nofp.c")
 set(OLD_GLOB
   "/work/main/src/xstate/engine_nofp.c"
+  )
+if(NOT "${NEW_GLOB}" STREQUAL "${OLD_GLOB}")
+  message("-- GLOB mismatch!")
+  file(TOUCH_NOCREATE "/work/main/build/CMakeFiles/cmake.verify_globs")
+endif()
+
+# XFIBER_NOFP_SOURCES at src/CMakeLists.txt:19 (file)
+file(GLOB_RECURSE NEW_GLOB LIST_DIRECTORIES false "/work/main/src/preempt/*.c")
+set(OLD_GLOB
+  )
+if(NOT "${NEW_GLOB}" STREQUAL "${OLD_GLOB}")
+  message("-- GLOB mismatch!")
+  file(TOUCH_NOCREATE "/work/main/build/CMakeFiles/cmake.verify_globs")
+endif()
+
+# XFIBER_NOFP_SOURCES at src/CMakeLists.txt:19 (file)
+file(GLOB_RECURSE NEW_GLOB LIST_DIRECTORIES false "/work/main/src/sched/*.c")
+set(OLD_GLOB
+  "/work/main/src/sched/fiber.c"
+  "/work/main/src/sched/runtime.c"
+  "/work/main/src/sched/schedule.c"
+  "/work/main/src/sched/stack.c"
+  "/work/main/src/sched/timer.c"
+  "/work/main/src/sched/worker.c"
+  )
+if(NOT "${NEW_GLOB}" STREQUAL "${OLD_GLOB}")
+  message("-- GLOB mismatch!")
+  file(TOUCH_NOCREATE "/work/main/build/CMakeFiles/cmake.verify_globs")
+endif()
+
+# XFIBER_NOFP_SOURCES at src/CMakeLists.txt:19 (file)
+file(GLOB_RECURSE NEW_GLOB LIST_DIRECTORIES false "/work/main/src/sync/*.c")
+set(OLD_GLOB
+  "/work/main/src/sync/chan.c"
+  "/work/main/src/sync/cond.c"
+  "/work/main/src/sync/mutex.c"
+  "/work/main/src/sync/sem.c"
+  "/work/main/src/sync/waitq.c"
   )
 if(NOT "${NEW_GLOB}" STREQUAL "${OLD_GLOB}")
   message("-- GLOB mismatch!")

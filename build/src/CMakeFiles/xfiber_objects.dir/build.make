@@ -69,10 +69,37 @@ include src/CMakeFiles/xfiber_objects.dir/progress.make
 # Include the compile flags for this target's objects.
 include src/CMakeFiles/xfiber_objects.dir/flags.make
 
+src/CMakeFiles/xfiber_objects.dir/arch/context.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/arch/context.c.o: /work/main/src/arch/context.c
+src/CMakeFiles/xfiber_objects.dir/arch/context.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_1) "Building C object src/CMakeFiles/xfiber_objects.dir/arch/context.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT src/CMakeFiles/xfiber_objects.dir/arch/context.c.o -MF CMakeFiles/xfiber_objects.dir/arch/context.c.o.d -o CMakeFiles/xfiber_objects.dir/arch/context.c.o -c /work/main/src/arch/context.c
+
+src/CMakeFiles/xfiber_objects.dir/arch/context.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/arch/context.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/main/src/arch/context.c > CMakeFiles/xfiber_objects.dir/arch/context.c.i
+
+src/CMakeFiles/xfiber_objects.dir/arch/context.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/arch/context.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/src/arch/context.c -o CMakeFiles/xfiber_objects.dir/arch/context.c.s
+
+src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.o: /work/main/src/arch/switch_x86_64_sysv_elf_gas.S
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_2) "Building ASM object src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.o"
+	cd /work/main/build/src && /usr/bin/cc $(ASM_DEFINES) $(ASM_INCLUDES) $(ASM_FLAGS) -o CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.o -c /work/main/src/arch/switch_x86_64_sysv_elf_gas.S
+
+src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing ASM source to CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.i"
+	cd /work/main/build/src && /usr/bin/cc $(ASM_DEFINES) $(ASM_INCLUDES) $(ASM_FLAGS) -E /work/main/src/arch/switch_x86_64_sysv_elf_gas.S > CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.i
+
+src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling ASM source to assembly CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.s"
+	cd /work/main/build/src && /usr/bin/cc $(ASM_DEFINES) $(ASM_INCLUDES) $(ASM_FLAGS) -S /work/main/src/arch/switch_x86_64_sysv_elf_gas.S -o CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.s
+
 src/CMakeFiles/xfiber_objects.dir/common/version.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/common/version.c.o: /work/main/src/common/version.c
 src/CMakeFiles/xfiber_objects.dir/common/version.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_1) "Building C object src/CMakeFiles/xfiber_objects.dir/common/version.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_3) "Building C object src/CMakeFiles/xfiber_objects.dir/common/version.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT src/CMakeFiles/xfiber_objects.dir/common/version.c.o -MF CMakeFiles/xfiber_objects.dir/common/version.c.o.d -o CMakeFiles/xfiber_objects.dir/common/version.c.o -c /work/main/src/common/version.c
 
 src/CMakeFiles/xfiber_objects.dir/common/version.c.i: cmake_force
@@ -83,10 +110,164 @@ src/CMakeFiles/xfiber_objects.dir/common/version.c.s: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/common/version.c.s"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/src/common/version.c -o CMakeFiles/xfiber_objects.dir/common/version.c.s
 
+src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o: /work/main/src/sched/fiber.c
+src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_4) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o -MF CMakeFiles/xfiber_objects.dir/sched/fiber.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/fiber.c.o -c /work/main/src/sched/fiber.c
+
+src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sched/fiber.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sched/fiber.c > CMakeFiles/xfiber_objects.dir/sched/fiber.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sched/fiber.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sched/fiber.c -o CMakeFiles/xfiber_objects.dir/sched/fiber.c.s
+
+src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o: /work/main/src/sched/runtime.c
+src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_5) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o -MF CMakeFiles/xfiber_objects.dir/sched/runtime.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/runtime.c.o -c /work/main/src/sched/runtime.c
+
+src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sched/runtime.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sched/runtime.c > CMakeFiles/xfiber_objects.dir/sched/runtime.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sched/runtime.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sched/runtime.c -o CMakeFiles/xfiber_objects.dir/sched/runtime.c.s
+
+src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o: /work/main/src/sched/schedule.c
+src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_6) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o -MF CMakeFiles/xfiber_objects.dir/sched/schedule.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/schedule.c.o -c /work/main/src/sched/schedule.c
+
+src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sched/schedule.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sched/schedule.c > CMakeFiles/xfiber_objects.dir/sched/schedule.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sched/schedule.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sched/schedule.c -o CMakeFiles/xfiber_objects.dir/sched/schedule.c.s
+
+src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o: /work/main/src/sched/stack.c
+src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_7) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o -MF CMakeFiles/xfiber_objects.dir/sched/stack.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/stack.c.o -c /work/main/src/sched/stack.c
+
+src/CMakeFiles/xfiber_objects.dir/sched/stack.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sched/stack.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sched/stack.c > CMakeFiles/xfiber_objects.dir/sched/stack.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sched/stack.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sched/stack.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sched/stack.c -o CMakeFiles/xfiber_objects.dir/sched/stack.c.s
+
+src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o: /work/main/src/sched/timer.c
+src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_8) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o -MF CMakeFiles/xfiber_objects.dir/sched/timer.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/timer.c.o -c /work/main/src/sched/timer.c
+
+src/CMakeFiles/xfiber_objects.dir/sched/timer.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sched/timer.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sched/timer.c > CMakeFiles/xfiber_objects.dir/sched/timer.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sched/timer.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sched/timer.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sched/timer.c -o CMakeFiles/xfiber_objects.dir/sched/timer.c.s
+
+src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o: /work/main/src/sched/worker.c
+src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_9) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o -MF CMakeFiles/xfiber_objects.dir/sched/worker.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/worker.c.o -c /work/main/src/sched/worker.c
+
+src/CMakeFiles/xfiber_objects.dir/sched/worker.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sched/worker.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sched/worker.c > CMakeFiles/xfiber_objects.dir/sched/worker.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sched/worker.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sched/worker.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sched/worker.c -o CMakeFiles/xfiber_objects.dir/sched/worker.c.s
+
+src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o: /work/main/src/sync/chan.c
+src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_10) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o -MF CMakeFiles/xfiber_objects.dir/sync/chan.c.o.d -o CMakeFiles/xfiber_objects.dir/sync/chan.c.o -c /work/main/src/sync/chan.c
+
+src/CMakeFiles/xfiber_objects.dir/sync/chan.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sync/chan.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sync/chan.c > CMakeFiles/xfiber_objects.dir/sync/chan.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sync/chan.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sync/chan.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sync/chan.c -o CMakeFiles/xfiber_objects.dir/sync/chan.c.s
+
+src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o: /work/main/src/sync/cond.c
+src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_11) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o -MF CMakeFiles/xfiber_objects.dir/sync/cond.c.o.d -o CMakeFiles/xfiber_objects.dir/sync/cond.c.o -c /work/main/src/sync/cond.c
+
+src/CMakeFiles/xfiber_objects.dir/sync/cond.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sync/cond.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sync/cond.c > CMakeFiles/xfiber_objects.dir/sync/cond.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sync/cond.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sync/cond.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sync/cond.c -o CMakeFiles/xfiber_objects.dir/sync/cond.c.s
+
+src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o: /work/main/src/sync/mutex.c
+src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_12) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o -MF CMakeFiles/xfiber_objects.dir/sync/mutex.c.o.d -o CMakeFiles/xfiber_objects.dir/sync/mutex.c.o -c /work/main/src/sync/mutex.c
+
+src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sync/mutex.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sync/mutex.c > CMakeFiles/xfiber_objects.dir/sync/mutex.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sync/mutex.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sync/mutex.c -o CMakeFiles/xfiber_objects.dir/sync/mutex.c.s
+
+src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o: /work/main/src/sync/sem.c
+src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_13) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o -MF CMakeFiles/xfiber_objects.dir/sync/sem.c.o.d -o CMakeFiles/xfiber_objects.dir/sync/sem.c.o -c /work/main/src/sync/sem.c
+
+src/CMakeFiles/xfiber_objects.dir/sync/sem.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sync/sem.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sync/sem.c > CMakeFiles/xfiber_objects.dir/sync/sem.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sync/sem.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sync/sem.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sync/sem.c -o CMakeFiles/xfiber_objects.dir/sync/sem.c.s
+
+src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o: /work/main/src/sync/waitq.c
+src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_14) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o -MF CMakeFiles/xfiber_objects.dir/sync/waitq.c.o.d -o CMakeFiles/xfiber_objects.dir/sync/waitq.c.o -c /work/main/src/sync/waitq.c
+
+src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/sync/waitq.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/sync/waitq.c > CMakeFiles/xfiber_objects.dir/sync/waitq.c.i
+
+src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/sync/waitq.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/sync/waitq.c -o CMakeFiles/xfiber_objects.dir/sync/waitq.c.s
+
 src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o: /work/main/src/xstate/discover.c
 src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_2) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_15) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o -MF CMakeFiles/xfiber_objects.dir/xstate/discover.c.o.d -o CMakeFiles/xfiber_objects.dir/xstate/discover.c.o -c /work/main/src/xstate/discover.c
 
 src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.i: cmake_force
@@ -100,7 +281,7 @@ src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o: /work/main/src/xstate/engine_nofp.c
 src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_3) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_16) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o -MF CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o.d -o CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o -c /work/main/src/xstate/engine_nofp.c
 
 src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.i: cmake_force
@@ -114,7 +295,7 @@ src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o: /work/main/src/xstate/regs.c
 src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_4) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_17) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o -MF CMakeFiles/xfiber_objects.dir/xstate/regs.c.o.d -o CMakeFiles/xfiber_objects.dir/xstate/regs.c.o -c /work/main/src/xstate/regs.c
 
 src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.i: cmake_force
@@ -127,7 +308,7 @@ src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.s: cmake_force
 
 src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.o: /work/main/src/xstate/regs_x86_64_sysv_elf_gas.S
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_5) "Building ASM object src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_18) "Building ASM object src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.o"
 	cd /work/main/build/src && /usr/bin/cc $(ASM_DEFINES) $(ASM_INCLUDES) $(ASM_FLAGS) -o CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.o -c /work/main/src/xstate/regs_x86_64_sysv_elf_gas.S
 
 src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.i: cmake_force
@@ -140,7 +321,7 @@ src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.s: cmake_for
 
 src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o: /work/main/src/xstate/xsave_x86_64_sysv_elf_gas.S
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_6) "Building ASM object src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_19) "Building ASM object src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o"
 	cd /work/main/build/src && /usr/bin/cc $(ASM_DEFINES) $(ASM_INCLUDES) $(ASM_FLAGS) -o CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o -c /work/main/src/xstate/xsave_x86_64_sysv_elf_gas.S
 
 src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.i: cmake_force
@@ -154,7 +335,7 @@ src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.s: cmake_fo
 src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o: generated/build_info.c
 src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_7) "Building C object src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_20) "Building C object src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o -MF CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o.d -o CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o -c /work/main/build/generated/build_info.c
 
 src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.i: cmake_force
@@ -165,7 +346,20 @@ src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.s: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.s"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/build/generated/build_info.c -o CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.s
 
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/arch/context.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.o
 xfiber_objects: src/CMakeFiles/xfiber_objects.dir/common/version.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o
 xfiber_objects: src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o
 xfiber_objects: src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o
 xfiber_objects: src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o

@@ -15,5 +15,27 @@ C_INCLUDES = -I/work/main/include -I/work/main/src
 
 C_FLAGS = -O2 -g -DNDEBUG -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing -Werror -fvisibility=hidden -std=gnu11
 
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
 # Custom options: src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
 

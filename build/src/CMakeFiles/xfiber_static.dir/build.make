@@ -74,7 +74,20 @@ xfiber_static_OBJECTS =
 
 # External object files for target xfiber_static
 xfiber_static_EXTERNAL_OBJECTS = \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/arch/context.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.o" \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/common/version.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o" \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o" \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o" \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o" \
@@ -82,7 +95,20 @@ xfiber_static_EXTERNAL_OBJECTS = \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o" \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o"
 
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/arch/context.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.o
 src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/common/version.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o
 src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o
 src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o
 src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o

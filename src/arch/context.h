@@ -1,0 +1,73 @@
+/*
+ * context.h - the saved form of a voluntarily switched fiber, shared by the
+ * switch assembly (switch_x86_64_sysv_elf_gas.S) and C (sched/).
+ *
+ * A suspended fiber is nothing but its stack pointer; everything else sits on
+ * its stack, lowest address first:
+ *
+ *   offset  contents
+ *   0       MXCSR (4 bytes)                 callee-saved per the SysV ABI
+ *   4       x87 control word (2 bytes)      callee-saved per the SysV ABI
+ *   6       unused (2 bytes)
+ *   8       r15
+ *   16      r14
+ *   24      r13
+ *   32      r12
+ *   40      rbx
+ *   48      rbp
+ *   56      return address                  where xf__context_switch returns to
+ *
+ * Vector, opmask and tile registers are caller-saved at a call, so a
+ * voluntary switch has nothing more to keep.  A new fiber's stack is built
+ * by C to look the same, with the return address pointing at
+ * xf__fiber_start and r12 holding the fiber.
+ */
+#ifndef XF_ARCH_CONTEXT_H
+#define XF_ARCH_CONTEXT_H
+
+#define XF_CTX_MXCSR 0
+#define XF_CTX_FCW 4
+#define XF_CTX_R15 8
+#define XF_CTX_R14 16
+#define XF_CTX_R13 24
+#define XF_CTX_R12 32
+#define XF_CTX_RBX 40
+#define XF_CTX_RBP 48
+#define XF_CTX_RIP 56
+#define XF_CTX_SIZE 64 /* the frame plus the return address */
+
+#ifndef __ASSEMBLER__
+#include <stddef.h>
+#include <stdint.h>
+
+struct xf__switch_frame {
+	uint32_t mxcsr;
+	uint16_t fcw;
+	uint16_t unused;
+	uint64_t r15, r14, r13, r12, rbx, rbp;
+	uint64_t rip;
+};
+
+_Static_assert(offsetof(struct xf__switch_frame, mxcsr) == XF_CTX_MXCSR, "context.h");
+_Static_assert(offsetof(struct xf__switch_frame, fcw) == XF_CTX_FCW, "context.h");
+_Static_assert(offsetof(struct xf__switch_frame, r15) == XF_CTX_R15, "context.h");
+_Static_assert(offsetof(struct xf__switch_frame, r12) == XF_CTX_R12, "context.h");
+_Static_assert(offsetof(struct xf__switch_frame, rbp) == XF_CTX_RBP, "context.h");
+_Static_assert(offsetof(struct xf__switch_frame, rip) == XF_CTX_RIP, "context.h");
+_Static_assert(sizeof(struct xf__switch_frame) == XF_CTX_SIZE, "context.h");
+
+/* Saves the caller's context, publishes its stack pointer in *save_sp, and
+ * resumes the context whose stack pointer is next_sp.  Returns when someone
+ * switches back to the saved context. */
+void xf__context_switch(void **save_sp, void *next_sp);
+
+/* Where a new fiber's first switch returns to; calls xf__fiber_main(r12). */
+void xf__fiber_start(void);
+
+/* Builds a new context on the stack whose top is stack_top (16-aligned) so
+ * that the first switch to it runs xf__fiber_main(arg) with the given MXCSR
+ * and control word.  Returns its stack pointer. */
+void *xf__context_make(void *stack_top, void *arg, uint32_t mxcsr, uint16_t fcw);
+#endif
+
+#endif

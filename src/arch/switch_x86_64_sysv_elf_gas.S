@@ -1,0 +1,104 @@
+/*
+ * switch_x86_64_sysv_elf_gas.S - the voluntary fiber switch, x86-64 System V
+ * ABI, ELF, GNU as.  The frame it leaves on the stack is described in
+ * context.h (offsets XF_CTX_*):
+ *
+ *   sp ->  +0  MXCSR | +4 x87 CW | +6 unused
+ *          +8  r15   +16 r14   +24 r13   +32 r12   +40 rbx   +48 rbp
+ *          +56 return address
+ *
+ * Only the callee-saved state is kept: rbx, rbp, r12-r15, rsp, MXCSR and the
+ * x87 control word.  MXCSR and the control word are written only when the
+ * incoming value differs from the outgoing one - loading the control word
+ * marks x87 state in use (XINUSE bit 0), which would make every later kernel
+ * switch and signal frame save x87 state for nothing.  Same idea as the
+ * kernel writing PKRU only when it changes, or restoring IF with a
+ * conditional STI instead of POPF.
+ *
+ * No system call, no signal-mask change, no XSAVE here.
+ */
+#include "arch/context.h"
+
+	.file	"switch_x86_64_sysv_elf_gas.S"
+	.text
+
+/*
+ * void xf__context_switch(void **save_sp, void *next_sp)
+ *   rdi  where to publish the outgoing stack pointer
+ *   rsi  the incoming context's stack pointer
+ */
+	.globl	xf__context_switch
+	.hidden	xf__context_switch
+	.type	xf__context_switch, @function
+	.align	16
+xf__context_switch:
+	.cfi_startproc
+	endbr64
+	pushq	%rbp				/* callee-saved GPRs, in the order of context.h */
+	.cfi_adjust_cfa_offset 8
+	pushq	%rbx
+	.cfi_adjust_cfa_offset 8
+	pushq	%r12
+	.cfi_adjust_cfa_offset 8
+	pushq	%r13
+	.cfi_adjust_cfa_offset 8
+	pushq	%r14
+	.cfi_adjust_cfa_offset 8
+	pushq	%r15
+	.cfi_adjust_cfa_offset 8
+	subq	$8, %rsp			/* room for MXCSR and the control word */
+	.cfi_adjust_cfa_offset 8
+	stmxcsr	XF_CTX_MXCSR(%rsp)		/* reading MXCSR marks nothing in use */
+	fnstcw	XF_CTX_FCW(%rsp)		/* nor does reading the control word */
+	movl	XF_CTX_MXCSR(%rsp), %eax	/* keep the outgoing values to compare */
+	movzwl	XF_CTX_FCW(%rsp), %edx
+	movq	%rsp, (%rdi)			/* publish: the outgoing context is complete */
+
+	movq	%rsi, %rsp			/* switch stacks: now on the incoming fiber */
+
+	cmpl	XF_CTX_MXCSR(%rsp), %eax	/* MXCSR differs? (rare: reload out of line) */
+	jne	.Lload_mxcsr
+.Lcheck_fcw:
+	cmpw	XF_CTX_FCW(%rsp), %dx		/* control word differs? */
+	jne	.Lload_fcw
+.Lrestore:
+	addq	$8, %rsp			/* drop the MXCSR/CW slot */
+	popq	%r15
+	popq	%r14
+	popq	%r13
+	popq	%r12
+	popq	%rbx
+	popq	%rbp
+	ret					/* into the incoming fiber, where it called us */
+
+.Lload_mxcsr:
+	ldmxcsr	XF_CTX_MXCSR(%rsp)
+	jmp	.Lcheck_fcw
+.Lload_fcw:
+	fldcw	XF_CTX_FCW(%rsp)		/* marks x87 in use; only when it must */
+	jmp	.Lrestore
+	.cfi_endproc
+	.size	xf__context_switch, .-xf__context_switch
+
+/*
+ * void xf__fiber_start(void)
+ * Entered by the ret of the first switch into a new fiber, with r12 = the
+ * argument given to xf__context_make.  Never returns.
+ */
+	.globl	xf__fiber_start
+	.hidden	xf__fiber_start
+	.type	xf__fiber_start, @function
+	.align	16
+xf__fiber_start:
+	.cfi_startproc
+	.cfi_undefined rip			/* outermost frame: unwinders stop here */
+	endbr64
+	xorl	%ebp, %ebp			/* end of the frame-pointer chain */
+	movq	%r12, %rdi			/* xf__fiber_main(arg) */
+	andq	$-16, %rsp			/* the ABI wants rsp 16-aligned at a call */
+	call	xf__fiber_main
+	ud2					/* xf__fiber_main never returns */
+	.cfi_endproc
+	.size	xf__fiber_start, .-xf__fiber_start
+
+	.section .note.GNU-stack,"",%progbits

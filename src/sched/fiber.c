@@ -1,0 +1,410 @@
+/*
+ * fiber.c - a fiber's life: spawn, run, exit, join or detach, free.
+ *
+ * Join and detach meet the exiting fiber on one word, `joiner`:
+ *   NULL                nobody has asked yet
+ *   a fiber             that fiber is blocked in xf_join
+ *   JOINER_DETACHED     nobody will join; the fiber frees itself at exit
+ *   JOINER_DONE         the fiber has finished
+ * The exit side exchanges in JOINER_DONE; join and detach compare-and-swap
+ * NULL to themselves.  Whoever comes second frees the fiber (or wakes the
+ * joiner, who then frees it).
+ *
+ * Fiber structures come from per-worker caches refilled from a global arena
+ * and never go back to malloc while the runtime runs, so a stale handle
+ * reads a magic number, not freed memory (ESRCH) - until the structure is
+ * reused by a later spawn.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arch/context.h"
+#include "sched/runq.h"
+#include "sched/sanitizer.h"
+#include "sched/sched.h"
+#include "xstate/xstate.h"
+
+#define JOINER_DONE ((struct xf_fiber *)1)
+#define JOINER_DETACHED ((struct xf_fiber *)2)
+#define ARENA_CHUNK 64
+
+static struct {
+	pthread_mutex_t lock;
+	void **chunks;
+	size_t nr, cap;
+	struct xf_fiber *free_list; /* fibers freed outside any worker */
+} arena = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
+{
+	struct xf_fiber *f, *chunk;
+
+	if (w->fiber_cache) {
+		f = w->fiber_cache;
+		w->fiber_cache = f->run_next;
+		return f;
+	}
+	pthread_mutex_lock(&arena.lock);
+	if (arena.free_list) {
+		f = arena.free_list;
+		arena.free_list = f->run_next;
+		pthread_mutex_unlock(&arena.lock);
+		return f;
+	}
+	if (arena.nr == arena.cap) {
+		size_t cap = arena.cap ? 2 * arena.cap : 64;
+		void **c = realloc(arena.chunks, cap * sizeof(*c));
+		if (!c) {
+			pthread_mutex_unlock(&arena.lock);
+			return NULL;
+		}
+		arena.chunks = c;
+		arena.cap = cap;
+	}
+	chunk = aligned_alloc(64, ARENA_CHUNK * sizeof(*chunk));
+	if (!chunk) {
+		pthread_mutex_unlock(&arena.lock);
+		return NULL;
+	}
+	arena.chunks[arena.nr++] = chunk;
+	pthread_mutex_unlock(&arena.lock);
+	for (int i = ARENA_CHUNK - 1; i > 0; i--) {
+		chunk[i].magic = XF_FIBER_FREED;
+		chunk[i].run_next = w->fiber_cache;
+		w->fiber_cache = &chunk[i];
+	}
+	return &chunk[0];
+}
+
+void xf__fiber_free(struct xf__worker *w, struct xf_fiber *f)
+{
+	f->magic = XF_FIBER_FREED;
+	if (w) {
+		f->run_next = w->fiber_cache;
+		w->fiber_cache = f;
+		return;
+	}
+	pthread_mutex_lock(&arena.lock);
+	f->run_next = arena.free_list;
+	arena.free_list = f;
+	pthread_mutex_unlock(&arena.lock);
+}
+
+void xf__fiber_arena_release(void)
+{
+	pthread_mutex_lock(&arena.lock);
+	for (size_t i = 0; i < arena.nr; i++)
+		free(arena.chunks[i]);
+	free(arena.chunks);
+	arena.chunks = NULL;
+	arena.nr = arena.cap = 0;
+	arena.free_list = NULL;
+	pthread_mutex_unlock(&arena.lock);
+}
+
+static bool valid_attr(const xf_attr *a)
+{
+	if (a->stack_size && a->stack_size < XF_STACK_SIZE_MIN)
+		return false;
+	if (a->stack_size > ((size_t)1 << 40))
+		return false;
+	return a->worker >= -1 && (a->worker < 0 || (unsigned)a->worker < xf__rt.nr_workers);
+}
+
+int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr)
+{
+	static const xf_attr defaults = XF_ATTR_INIT;
+	struct xf__worker *w = xf__this_worker();
+	struct xf_fiber *f;
+	int err;
+
+	if (!fn)
+		return EINVAL;
+	if (!w || !atomic_load_explicit(&xf__rt.running, memory_order_acquire))
+		return EPERM;
+	if (!attr)
+		attr = &defaults;
+	if (!valid_attr(attr) || (!out && !attr->detached))
+		return EINVAL;
+	f = xf__fiber_alloc(w);
+	if (!f)
+		return ENOMEM;
+	memset(f, 0, sizeof(*f));
+	err = xf__stack_get(w, attr->stack_size ? attr->stack_size : xf__rt.stack_size, &f->stack);
+	if (err) {
+		xf__fiber_free(w, f);
+		return err;
+	}
+	f->magic = XF_FIBER_MAGIC;
+	f->id = atomic_fetch_add_explicit(&xf__rt.next_id, 1, memory_order_relaxed);
+	f->fn = fn;
+	f->arg = arg;
+	f->home = (int)w->id;
+	if (attr->pinned) {
+		f->flags |= XF_FIBER_F_PINNED;
+		if (attr->worker >= 0)
+			f->home = attr->worker;
+	}
+	if (attr->detached) {
+		f->detach_state = XF_DETACH_DETACHED;
+		f->joiner = JOINER_DETACHED;
+	}
+	/* Like a new thread, a new fiber starts with its creator's MXCSR and
+	 * x87 control word. */
+	f->sp = xf__context_make((char *)f->stack.base + f->stack.size, f, xf__stmxcsr(),
+				 xf__fnstcw());
+	xf__san_fiber_create(f);
+	atomic_fetch_add_explicit(&xf__rt.live, 1, memory_order_relaxed);
+	if (out)
+		*out = f;
+	xf__wake(f);
+	return 0;
+}
+
+_Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result)
+{
+	xf__fls_destroy(f);
+	f->result = result;
+	if (f->flags & XF_FIBER_F_FIRST) {
+		/* As pthread_exit in main: the process ends when the rest has. */
+		xf_shutdown();
+		exit(0);
+	}
+	xf__schedule(xf__this_worker(), XF_PREV_EXIT);
+	__builtin_unreachable();
+}
+
+void xf__fiber_finish(struct xf_fiber *f)
+{
+	struct xf__worker *w = xf__this_worker();
+	struct xf_fiber *joiner;
+
+	xf__san_fiber_destroy(f);
+	atomic_store_explicit(&f->state, XF_FIBER_DONE, memory_order_release);
+	joiner = atomic_exchange_explicit(&f->joiner, JOINER_DONE, memory_order_acq_rel);
+	if (joiner == JOINER_DETACHED)
+		xf__fiber_free(w, f);
+	else if (joiner && xf__wait_claim(joiner, XF_WAIT_WOKEN))
+		xf__wake(joiner);
+	if (atomic_fetch_sub_explicit(&xf__rt.live, 1, memory_order_seq_cst) == 2 &&
+	    atomic_load_explicit(&xf__rt.shutdown_waiting, memory_order_seq_cst) &&
+	    xf__wait_claim(xf__rt.first, XF_WAIT_WOKEN))
+		xf__wake(xf__rt.first);
+}
+
+void xf_exit(void *result)
+{
+	struct xf_fiber *self = xf__current();
+
+	if (!self || (self->flags & XF_FIBER_F_IDLE)) {
+		static const char msg[] = "xfiber: xf_exit called outside a fiber; ignored\n";
+		if (write(2, msg, sizeof(msg) - 1) < 0) {
+			/* nothing to do */
+		}
+		return;
+	}
+	xf__fiber_exit(self, result);
+}
+
+static int check_handle(const struct xf_fiber *f)
+{
+	if (!f)
+		return EINVAL;
+	if (f->magic != XF_FIBER_MAGIC)
+		return ESRCH;
+	if (f->flags & (XF_FIBER_F_FIRST | XF_FIBER_F_IDLE))
+		return EINVAL; /* the first fiber ends only with the process */
+	return 0;
+}
+
+int xf_join(xf_fiber *f, void **result)
+{
+	struct xf_fiber *self = xf__current();
+	struct xf_fiber *expected = NULL;
+	int expected_state = XF_DETACH_JOINABLE;
+	int err;
+
+	if (!self)
+		return EPERM;
+	if (f == self)
+		return EDEADLK;
+	err = check_handle(f);
+	if (err)
+		return err;
+	if (!atomic_compare_exchange_strong(&f->detach_state, &expected_state, XF_DETACH_JOINING))
+		return EINVAL; /* detached, or someone else is joining */
+	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+	if (atomic_compare_exchange_strong_explicit(&f->joiner, &expected, self,
+						    memory_order_acq_rel, memory_order_acquire))
+		xf__wait_block(self, 0, NULL);
+	else
+		atomic_store_explicit(&self->wait_state, XF_WAIT_NONE, memory_order_relaxed);
+	XF_WARN_ON(atomic_load_explicit(&f->state, memory_order_acquire) != XF_FIBER_DONE);
+	if (result)
+		*result = f->result;
+	xf__fiber_free(xf__this_worker(), f);
+	return 0;
+}
+
+int xf_detach(xf_fiber *f)
+{
+	struct xf_fiber *expected = NULL;
+	int expected_state = XF_DETACH_JOINABLE;
+	int err = check_handle(f);
+
+	if (err)
+		return err;
+	if (!atomic_compare_exchange_strong(&f->detach_state, &expected_state, XF_DETACH_DETACHED))
+		return EINVAL;
+	if (!atomic_compare_exchange_strong(&f->joiner, &expected, JOINER_DETACHED))
+		xf__fiber_free(xf__this_worker(), f); /* it had finished already */
+	return 0;
+}
+
+void xf_yield(void)
+{
+	struct xf__worker *w = xf__this_worker();
+
+	if (w && !(w->current->flags & XF_FIBER_F_IDLE))
+		xf__schedule(w, XF_PREV_REQUEUE);
+}
+
+xf_fiber *xf_self(void)
+{
+	struct xf_fiber *f = xf__current();
+
+	return f && !(f->flags & XF_FIBER_F_IDLE) ? f : NULL;
+}
+
+uint64_t xf_fiber_id(const xf_fiber *f)
+{
+	return f && f->magic == XF_FIBER_MAGIC ? f->id : 0;
+}
+
+int xf_worker_id(void)
+{
+	struct xf__worker *w = xf__this_worker();
+
+	return w ? (int)w->id : -1;
+}
+
+int xf_sleep_ns(uint64_t ns)
+{
+	struct xf_fiber *self = xf_self();
+
+	if (!self)
+		return EPERM;
+	if (!ns) {
+		xf_yield();
+		return 0;
+	}
+	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+	xf__wait_block(self, ns, NULL);
+	return 0;
+}
+
+/* --- fiber-local storage --- */
+
+/* A key is in use while its sequence number is odd; deleting and
+ * re-creating it changes the number, so values set under the old key are
+ * not seen under the new one. */
+static struct {
+	_Atomic uint64_t seq;
+	void (*_Atomic destructor)(void *);
+} keys[XF_KEYS_MAX];
+
+struct fls_slot {
+	uint64_t seq;
+	void *value;
+};
+
+int xf_key_create(xf_key *key, void (*destructor)(void *))
+{
+	if (!key)
+		return EINVAL;
+	for (unsigned i = 0; i < XF_KEYS_MAX; i++) {
+		uint64_t seq = atomic_load(&keys[i].seq);
+
+		if ((seq & 1) || !atomic_compare_exchange_strong(&keys[i].seq, &seq, seq + 1))
+			continue;
+		atomic_store(&keys[i].destructor, destructor);
+		*key = i;
+		return 0;
+	}
+	return EAGAIN;
+}
+
+int xf_key_delete(xf_key key)
+{
+	uint64_t seq;
+
+	if (key >= XF_KEYS_MAX)
+		return EINVAL;
+	seq = atomic_load(&keys[key].seq);
+	if (!(seq & 1) || !atomic_compare_exchange_strong(&keys[key].seq, &seq, seq + 1))
+		return EINVAL;
+	return 0;
+}
+
+void *xf_getspecific(xf_key key)
+{
+	struct xf_fiber *self = xf_self();
+	struct fls_slot *slot;
+
+	if (!self || !self->specific || key >= XF_KEYS_MAX)
+		return NULL;
+	slot = (struct fls_slot *)self->specific + key;
+	return slot->seq == atomic_load_explicit(&keys[key].seq, memory_order_relaxed) ? slot->value
+										       : NULL;
+}
+
+int xf_setspecific(xf_key key, const void *value)
+{
+	struct xf_fiber *self = xf_self();
+	uint64_t seq;
+
+	if (!self)
+		return EPERM;
+	if (key >= XF_KEYS_MAX || !((seq = atomic_load(&keys[key].seq)) & 1))
+		return EINVAL;
+	if (!self->specific) {
+		self->specific = calloc(XF_KEYS_MAX, sizeof(struct fls_slot));
+		if (!self->specific)
+			return ENOMEM;
+	}
+	((struct fls_slot *)self->specific)[key] = (struct fls_slot){seq, (void *)value};
+	return 0;
+}
+
+void xf__fls_destroy(struct xf_fiber *f)
+{
+	struct fls_slot *slots = (struct fls_slot *)f->specific;
+
+	if (!slots)
+		return;
+	/* Destructors may set values again; POSIX allows 4 rounds, so do we. */
+	for (int round = 0; round < 4; round++) {
+		bool again = false;
+
+		for (unsigned i = 0; i < XF_KEYS_MAX; i++) {
+			void (*dtor)(void *) = atomic_load(&keys[i].destructor);
+			void *value = slots[i].value;
+
+			if (!value || slots[i].seq != atomic_load(&keys[i].seq))
+				continue;
+			slots[i].value = NULL;
+			if (dtor) {
+				dtor(value);
+				again = true;
+			}
+		}
+		if (!again)
+			break;
+	}
+	free(slots);
+	f->specific = NULL;
+}

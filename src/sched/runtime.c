@@ -1,0 +1,261 @@
+/*
+ * runtime.c - starting and stopping the runtime.
+ *
+ * xf_init() turns the calling thread into worker 0 and its code into the
+ * first fiber (pinned to worker 0, on the thread's own stack), gives
+ * worker 0 a scheduler context on a stack of its own, and starts workers
+ * 1..N-1, whose scheduler context is their thread's stack.  xf_shutdown()
+ * reverses it once every other fiber has finished.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "arch/context.h"
+#include "sched/sanitizer.h"
+#include "sched/sched.h"
+#include "xstate/xstate.h"
+
+extern __thread struct xf__worker *xf__tls_worker;
+
+/* Serialises xf_init and xf_shutdown against each other. */
+static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
+
+/* A context for a thread that already runs: its own stack, already on cpu.
+ * thread_context_bind() completes it on that thread. */
+static struct xf_fiber *thread_context(struct xf__worker *w, unsigned flags)
+{
+	struct xf_fiber *f = xf__fiber_alloc(w);
+
+	if (!f)
+		return NULL;
+	memset(f, 0, sizeof(*f));
+	f->magic = XF_FIBER_MAGIC;
+	f->flags = flags;
+	f->home = (int)w->id;
+	atomic_store_explicit(&f->on_cpu, 1, memory_order_relaxed);
+	return f;
+}
+
+static void thread_context_bind(struct xf_fiber *f)
+{
+	pthread_attr_t attr;
+
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		pthread_attr_getstack(&attr, &f->stack.base, &f->stack.size);
+		pthread_attr_destroy(&attr);
+	}
+	xf__san_thread_context(f);
+}
+
+/* Makes the calling thread worker w. */
+static void worker_enter(struct xf__worker *w)
+{
+	xf__tls_worker = w;
+	w->errno_ptr = &errno;
+	w->thread = pthread_self();
+}
+
+static void *worker_thread(void *arg)
+{
+	struct xf__worker *w = arg;
+
+	worker_enter(w);
+	thread_context_bind(w->idle);
+	w->current = w->idle;
+	/* Without the alternate stack a stack overflow on this worker dies
+	 * unexplained, but it still dies: go on. */
+	xf__overflow_handler_install(w);
+	xf__worker_run(w); /* until the runtime stops */
+	xf__overflow_handler_remove(w);
+	xf__tls_worker = NULL;
+	return NULL;
+}
+
+static int check_config(const xf_config *cfg)
+{
+	if (cfg->workers > XF_WORKERS_MAX)
+		return EINVAL;
+	if (cfg->stack_size && (cfg->stack_size < XF_STACK_SIZE_MIN ||
+				cfg->stack_size > ((size_t)1 << 40)))
+		return EINVAL;
+	if (cfg->slice_us && cfg->slice_us < XF_SLICE_US_MIN)
+		return EINVAL;
+	if (cfg->spin_us > 1000000)
+		return EINVAL;
+	return 0;
+}
+
+/* Room for one kernel signal frame on every fiber stack, plus the red zone. */
+static size_t frame_reserve(void)
+{
+	unsigned long frame = getauxval(AT_MINSIGSTKSZ);
+
+	if (frame < 2048)
+		frame = 2048; /* kernels before 5.14 do not say; MINSIGSTKSZ */
+	return XF_ALIGN_UP(frame + 128 + 1024, 4096);
+}
+
+static void release_workers(unsigned started)
+{
+	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
+		struct xf__worker *w = &xf__rt.workers[i];
+
+		if (i && i < started)
+			pthread_join(w->thread, NULL);
+		free(w->timers);
+	}
+	free(xf__rt.workers);
+	xf__rt.workers = NULL;
+	xf__stacks_release();
+	xf__fiber_arena_release();
+	xf__tls_worker = NULL;
+}
+
+static int start(const xf_config *cfg)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = cfg->workers ? cfg->workers : (unsigned)(cpus > 0 ? cpus : 1);
+	struct xf__worker *w0;
+	struct xf_fiber *idle0;
+	unsigned started = 1;
+	int err;
+
+	if (n > XF_WORKERS_MAX)
+		n = XF_WORKERS_MAX;
+	memset(&xf__rt, 0, sizeof(xf__rt));
+	xf__rt.nr_workers = n;
+	xf__rt.stack_size = cfg->stack_size ? cfg->stack_size : XF_STACK_SIZE_DEFAULT;
+	xf__rt.slice_us = cfg->slice_us ? cfg->slice_us : XF_SLICE_US_DEFAULT;
+	xf__rt.frame_reserve = frame_reserve();
+	xf__rt.next_id = 1;
+	xf__spin_ns_set(cfg->spin_us);
+	xf__rt.workers = aligned_alloc(64, n * sizeof(struct xf__worker));
+	if (!xf__rt.workers)
+		return ENOMEM;
+	memset(xf__rt.workers, 0, n * sizeof(struct xf__worker));
+	for (unsigned i = 0; i < n; i++)
+		xf__rt.workers[i].id = i;
+
+	/* Worker 0: this thread, whose code goes on as the first fiber. */
+	w0 = &xf__rt.workers[0];
+	worker_enter(w0);
+	xf__rt.first = thread_context(w0, XF_FIBER_F_FIRST | XF_FIBER_F_PINNED);
+	idle0 = xf__fiber_alloc(w0);
+	if (!xf__rt.first || !idle0) {
+		err = ENOMEM;
+		goto fail;
+	}
+	thread_context_bind(xf__rt.first);
+	memset(idle0, 0, sizeof(*idle0));
+	err = xf__stack_get(w0, xf__rt.stack_size, &idle0->stack);
+	if (err)
+		goto fail;
+	idle0->magic = XF_FIBER_MAGIC;
+	idle0->flags = XF_FIBER_F_IDLE | XF_FIBER_F_PINNED;
+	idle0->sp = xf__context_make((char *)idle0->stack.base + idle0->stack.size, idle0,
+				     MXCSR_DEFAULT, FCW_DEFAULT);
+	xf__san_fiber_create(idle0);
+	w0->idle = idle0;
+	w0->current = xf__rt.first;
+	xf__rt.first->id = atomic_fetch_add(&xf__rt.next_id, 1);
+	atomic_store(&xf__rt.live, 1);
+	err = xf__overflow_handler_install(w0);
+	if (err)
+		goto fail;
+
+	/* Workers 1..n-1 get their scheduler contexts before any thread runs,
+	 * so none can see a half-made neighbour. */
+	for (unsigned i = 1; i < n; i++) {
+		struct xf__worker *w = &xf__rt.workers[i];
+		w->idle = thread_context(w, XF_FIBER_F_IDLE | XF_FIBER_F_PINNED);
+		if (!w->idle) {
+			err = ENOMEM;
+			goto fail;
+		}
+	}
+	atomic_store(&xf__rt.running, 1);
+	for (; started < n; started++) {
+		struct xf__worker *w = &xf__rt.workers[started];
+		err = pthread_create(&w->thread, NULL, worker_thread, w);
+		if (err)
+			goto fail_threads;
+	}
+	return 0;
+
+fail_threads:
+	atomic_store(&xf__rt.running, 0);
+	atomic_store(&xf__rt.stopping, 1);
+	for (unsigned i = 1; i < started; i++)
+		xf__worker_kick(&xf__rt.workers[i]);
+fail:
+	xf__overflow_handler_remove(w0);
+	release_workers(started);
+	return err;
+}
+
+int xf_init(const xf_config *cfg)
+{
+	static const xf_config defaults;
+	int err;
+
+	if (!cfg)
+		cfg = &defaults;
+	err = check_config(cfg);
+	if (err)
+		return err;
+	if (cfg->amx) {
+		err = xf_xstate_request_amx();
+		if (err)
+			return err;
+	}
+	pthread_mutex_lock(&lifecycle);
+	if (atomic_load(&xf__rt.running) || xf__this_worker())
+		err = EBUSY;
+	else
+		err = start(cfg);
+	pthread_mutex_unlock(&lifecycle);
+	return err;
+}
+
+/* Blocks the first fiber until it is the only one left. */
+static void wait_for_others(struct xf_fiber *self)
+{
+	while (atomic_load_explicit(&xf__rt.live, memory_order_seq_cst) > 1) {
+		atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+		atomic_store_explicit(&xf__rt.shutdown_waiting, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&xf__rt.live, memory_order_seq_cst) == 1)
+			xf__wait_cancel(self);
+		else
+			xf__wait_block(self, 0, NULL);
+	}
+	atomic_store_explicit(&xf__rt.shutdown_waiting, 0, memory_order_relaxed);
+}
+
+int xf_shutdown(void)
+{
+	struct xf__worker *w = xf__this_worker();
+	struct xf_fiber *self;
+
+	if (!w || !atomic_load(&xf__rt.running) || w->current != xf__rt.first)
+		return EPERM;
+	self = w->current;
+	wait_for_others(self);
+
+	pthread_mutex_lock(&lifecycle);
+	atomic_store(&xf__rt.running, 0);
+	atomic_store(&xf__rt.stopping, 1);
+	for (unsigned i = 1; i < xf__rt.nr_workers; i++)
+		xf__worker_kick(&xf__rt.workers[i]);
+	/* The first fiber is pinned to worker 0: this is worker 0's thread. */
+	w = xf__this_worker();
+	xf__fls_destroy(self);
+	xf__overflow_handler_remove(w);
+	release_workers(xf__rt.nr_workers);
+	pthread_mutex_unlock(&lifecycle);
+	return 0;
+}

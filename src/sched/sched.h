@@ -1,0 +1,292 @@
+/*
+ * sched.h - the runtime's private core: fibers, workers, run queues.
+ *
+ * Files under src/sched/, src/sync/ and src/preempt/ are built
+ * -mgeneral-regs-only: the scheduler and the switch path never touch a
+ * vector register, so they can later run at any point a fiber is stopped,
+ * and they never put extended state into use behind a fiber's back.
+ *
+ * Ownership, in one place:
+ *  - A fiber runs on at most one worker at a time.  `on_cpu` is 1 from the
+ *    moment a worker picks it until the switch away from it has completed
+ *    (finish_switch on the next context clears it).  Whoever resumes a fiber
+ *    first waits for on_cpu == 0: a fiber can be woken - and picked by
+ *    another worker - while it is still switching out.
+ *  - A worker's local run queue belongs to that worker alone: no lock, no
+ *    atomics.  Other threads hand it fibers through its `inbox` (a lock-free
+ *    multi-producer stack), and an idle worker asks a busy one for work by
+ *    setting the victim's `steal_request`; the victim hands over half its
+ *    queue at its next scheduling point ("work requesting").  So the hot
+ *    yield path is a few plain loads and stores.
+ *  - Wait queues (xf__waitq, in every sync object) and the timer heaps are
+ *    guarded by spinlocks, held for a handful of instructions.
+ */
+#ifndef XF_SCHED_SCHED_H
+#define XF_SCHED_SCHED_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+#include "xfiber.h"
+
+struct xf__worker;
+
+enum xf__fiber_state {
+	XF_FIBER_RUNNABLE, /* in a run queue or running */
+	XF_FIBER_BLOCKED,  /* waiting on a wait queue, a join, or a timer */
+	XF_FIBER_DONE,     /* finished; result valid; stack released */
+};
+
+/* What the scheduler does with the fiber that switched away, once the
+ * switch is complete (finish_switch). */
+enum xf__prev_action {
+	XF_PREV_NONE,    /* nothing: an idle context, or already handled */
+	XF_PREV_REQUEUE, /* it yielded: back to the tail of the local queue */
+	XF_PREV_BLOCK,   /* it waits: whoever wakes it requeues it */
+	XF_PREV_EXIT,    /* it finished: release its stack, wake its joiner */
+};
+
+/* Results of a wait, in xf_fiber.wait_state. */
+enum xf__wait_state {
+	XF_WAIT_NONE,
+	XF_WAIT_WAITING,
+	XF_WAIT_WOKEN,
+	XF_WAIT_TIMEDOUT,
+	XF_WAIT_CLOSED, /* the channel was closed under a waiter */
+};
+
+#define XF_FIBER_MAGIC 0x78666962u /* "xfib" */
+#define XF_FIBER_FREED 0xdeadf1bu
+
+struct xf__stack {
+	void *base;   /* lowest usable byte; the guard page sits below */
+	size_t size;  /* usable bytes */
+	void *region; /* the slab this stack came from, for unmapping */
+};
+
+#define XF_STACK_CACHE 64 /* stacks a worker keeps for reuse */
+#define XF_GUARD_SIZE (64 * 1024) /* below each stack; costs address space only */
+
+struct xf__timer {
+	uint64_t deadline_ns;         /* CLOCK_MONOTONIC */
+	struct xf__worker *heap;      /* the worker whose heap holds it, or NULL */
+	unsigned index;               /* position in that heap */
+};
+
+struct xf_fiber {
+	uint32_t magic; /* XF_FIBER_MAGIC while the handle is valid */
+	uint32_t flags; /* XF_FIBER_F_* */
+	void *sp;       /* saved stack pointer while not running */
+	_Atomic int on_cpu;
+	_Atomic int state; /* enum xf__fiber_state */
+	int saved_errno;
+	uint64_t id;
+
+	struct xf_fiber *run_next; /* run queue / inbox link */
+
+	/* Waiting: one wait at a time, so the bookkeeping lives here. */
+	struct xf_fiber *wait_next, *wait_prev; /* xf__waitq links */
+	xf__waitq *wait_queue;                  /* the queue it is linked on, or NULL */
+	_Atomic int wait_state;                 /* enum xf__wait_state */
+	void *wait_data;                        /* e.g. the message a channel waiter moves */
+	struct xf__timer timer;
+
+	/* Life and death. */
+	void *(*fn)(void *);
+	void *arg;
+	void *result;
+	_Atomic(struct xf_fiber *) joiner; /* the fiber blocked in xf_join, if any */
+	_Atomic int detach_state;          /* XF_DETACH_* */
+	struct xf__stack stack;
+	int home;                          /* pinned fibers: the worker they run on */
+
+	void **specific; /* fiber-local values, XF_KEYS_MAX of them, allocated lazily */
+
+	/* Sanitizer bookkeeping for stack switches. */
+	void *asan_fake_stack;
+	void *tsan_fiber;
+};
+
+#define XF_FIBER_F_PINNED 0x1
+#define XF_FIBER_F_IDLE 0x2  /* a worker's scheduler context, not a user fiber */
+#define XF_FIBER_F_FIRST 0x4 /* the fiber xf_init() turned the caller into */
+
+enum {
+	XF_DETACH_JOINABLE,
+	XF_DETACH_DETACHED,
+	XF_DETACH_JOINING,
+};
+
+/* A plain FIFO of fibers linked through run_next. */
+struct xf__fifo {
+	struct xf_fiber *head, *tail;
+	unsigned len;
+};
+
+struct xf__worker {
+	/* Hot, owner-only. */
+	struct xf_fiber *current;
+	struct xf__fifo runq;
+	struct xf_fiber *idle;         /* this worker's scheduler context */
+	struct xf_fiber *prev;         /* the fiber finish_switch must settle */
+	int prev_action;               /* enum xf__prev_action */
+	int *errno_ptr;                /* this thread's errno */
+	unsigned id;
+	uint32_t sched_ticks;          /* scheduling points passed; paces timer polls */
+
+	/* Shared with other threads. */
+	_Atomic(struct xf_fiber *) inbox __attribute__((aligned(64)));
+	_Atomic unsigned steal_request; /* 1 + id of an idle worker asking for work */
+	_Atomic int steal_pending;      /* this worker asked someone and awaits the answer */
+	_Atomic unsigned nr_queued;     /* runq.len, published for thieves */
+	_Atomic uint32_t park_seq;      /* futex word; bumped by every unpark */
+	_Atomic int parked;
+
+	/* Timers: a min-heap by deadline, guarded by timer_lock. */
+	_Atomic uint32_t timer_lock __attribute__((aligned(64)));
+	_Atomic unsigned timers_nr;
+	unsigned timers_cap;
+	struct xf_fiber **timers;
+
+	/* Stack and fiber caches, owner-only. */
+	struct xf__stack stack_cache[XF_STACK_CACHE];
+	unsigned stack_cache_nr;
+	struct xf_fiber *fiber_cache;
+
+	pthread_t thread;
+	void *altstack; /* for the stack-overflow report */
+} __attribute__((aligned(64)));
+
+/* The whole runtime. */
+struct xf__runtime {
+	_Atomic int running;
+	unsigned nr_workers;
+	size_t stack_size;
+	size_t frame_reserve; /* room for one kernel signal frame atop each stack */
+	unsigned slice_us;
+	uint64_t spin_ns;
+	struct xf__worker *workers;
+	struct xf_fiber *first; /* the fiber of the thread that called xf_init */
+	_Atomic uint64_t next_id;
+	_Atomic unsigned live;      /* fibers not yet finished, including the first */
+	_Atomic unsigned nr_parked;
+	_Atomic unsigned nr_spinning;
+	_Atomic int stopping;
+	_Atomic uint32_t shutdown_waiting;
+};
+
+extern struct xf__runtime xf__rt;
+
+/* The worker the calling thread is, or NULL.  Read through an asm
+ * statement so the compiler can never reuse the value across a switch, which
+ * may have moved the caller to another thread. */
+struct xf__worker *xf__this_worker(void);
+
+static inline struct xf_fiber *xf__current(void)
+{
+	struct xf__worker *w = xf__this_worker();
+
+	return w ? w->current : NULL;
+}
+
+/* --- spinlocks (sync objects, timer heaps) --- */
+static inline void xf__spin_lock(_Atomic uint32_t *l)
+{
+	while (atomic_exchange_explicit(l, 1, memory_order_acquire)) {
+		while (atomic_load_explicit(l, memory_order_relaxed))
+			__builtin_ia32_pause();
+	}
+}
+
+static inline void xf__spin_unlock(_Atomic uint32_t *l)
+{
+	atomic_store_explicit(l, 0, memory_order_release);
+}
+
+/* --- clock --- */
+uint64_t xf__now_ns(void);
+
+/* --- scheduling (schedule.c) --- */
+
+/* Switches the calling fiber away; `action` says what happens to it.  With
+ * XF_PREV_BLOCK the caller must already be reachable by its waker. */
+void xf__schedule(struct xf__worker *w, enum xf__prev_action action);
+
+/* Makes a blocked fiber runnable: on the caller's worker when it is a
+ * worker, else on the fiber's home worker. */
+void xf__wake(struct xf_fiber *f);
+
+/* Blocks the calling fiber until xf__wait_wake() or the timeout (0 = none).
+ * Returns the final enum xf__wait_state.  The caller has set wait_state to
+ * XF_WAIT_WAITING and linked itself where wakers find it, under a lock
+ * that `unlock` releases (may be NULL) after the timer is armed. */
+int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t *unlock);
+
+/* For a fiber that set XF_WAIT_WAITING and published itself but then found
+ * it need not wait: withdraws, or, if a waker already claimed it, takes that
+ * wake-up.  Returns the final enum xf__wait_state. */
+int xf__wait_cancel(struct xf_fiber *self);
+
+/* Claims a waiting fiber for waking with result `state`: true if the
+ * caller won it (and must then xf__wake it), false if a timeout or another
+ * waker got there first. */
+static inline bool xf__wait_claim(struct xf_fiber *f, int state)
+{
+	int expected = XF_WAIT_WAITING;
+
+	return atomic_compare_exchange_strong_explicit(&f->wait_state, &expected, state,
+						       memory_order_acq_rel, memory_order_acquire);
+}
+
+/* Timers (timer.c). */
+void xf__timer_arm(struct xf__worker *w, struct xf_fiber *f, uint64_t deadline_ns);
+void xf__timer_cancel(struct xf_fiber *f);
+void xf__timers_run(struct xf__worker *w);
+uint64_t xf__timers_next_deadline(struct xf__worker *w);
+
+/* Wait queues (sync/waitq.c). */
+void xf__waitq_push(xf__waitq *q, struct xf_fiber *f);
+struct xf_fiber *xf__waitq_pop(xf__waitq *q);
+void xf__waitq_remove(xf__waitq *q, struct xf_fiber *f);
+struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state);
+
+static inline _Atomic uint32_t *xf__waitq_lock(xf__waitq *q)
+{
+	return (_Atomic uint32_t *)&q->lock;
+}
+
+/* Waits on q, guarded by `lock` (held by the caller, released here), until
+ * claimed or timed out (timeout_ns 0 = never); unlinks itself after a
+ * timeout.  Returns the enum xf__wait_state that ended the wait. */
+int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self,
+		   uint64_t timeout_ns);
+
+/* Stacks (stack.c). */
+int xf__stack_get(struct xf__worker *w, size_t size, struct xf__stack *out);
+void xf__stack_put(struct xf__worker *w, struct xf__stack *s);
+void xf__stacks_release(void); /* at shutdown: every stack of the runtime */
+int xf__overflow_handler_install(struct xf__worker *w);
+void xf__overflow_handler_remove(struct xf__worker *w);
+
+/* Fibers (fiber.c). */
+struct xf_fiber *xf__fiber_alloc(struct xf__worker *w);
+void xf__fiber_free(struct xf__worker *w, struct xf_fiber *f);
+void xf__fiber_arena_release(void);
+void xf__fiber_finish(struct xf_fiber *f); /* after its last switch: DONE, joiner */
+void xf__fls_destroy(struct xf_fiber *f);
+_Noreturn void xf__fiber_main(struct xf_fiber *f);
+_Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result);
+
+/* Workers (worker.c). */
+void xf__worker_run(struct xf__worker *w);
+void xf__spin_ns_set(unsigned spin_us);
+_Noreturn void xf__idle_loop(struct xf__worker *w);
+void xf__switch_from_idle(struct xf__worker *w, struct xf_fiber *next);
+void xf__worker_kick(struct xf__worker *w); /* wake it if parked */
+void xf__maybe_wake_idle(struct xf__worker *w);
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * schedule.c - picking the next fiber and switching to it.
+ *
+ * The switch protocol (after Linux's context_switch/finish_task_switch):
+ *
+ *   prev, on worker W:  W->prev = prev; W->prev_action = what to do with it
+ *                       xf__context_switch(&prev->sp, next->sp)
+ *   next, on W:         finish_switch(W): settle prev - requeue it, leave it
+ *                       blocked, or release its stack - and clear its on_cpu
+ *
+ * prev becomes visible to other workers only in finish_switch, after its
+ * registers are on its stack, except a blocked fiber, which its waker may
+ * already have queued: whoever picks a fiber first waits for on_cpu == 0.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "arch/context.h"
+#include "sched/runq.h"
+#include "sched/sanitizer.h"
+#include "sched/sched.h"
+
+struct xf__runtime xf__rt;
+
+/* initial-exec: one %fs-relative load, and the variable is found without a
+ * call in both the static and the shared library. */
+__thread struct xf__worker *xf__tls_worker
+	__attribute__((visibility("hidden"), tls_model("initial-exec")));
+
+struct xf__worker *xf__this_worker(void)
+{
+	struct xf__worker *w;
+
+	/* volatile asm: the compiler must re-read it after every switch,
+	 * which may have moved this fiber to another thread. */
+	__asm__ volatile("movq xf__tls_worker@gottpoff(%%rip), %0\n\t"
+			 "movq %%fs:(%0), %0"
+			 : "=r"(w));
+	return w;
+}
+
+/* Settles the fiber that ran on this worker before the current one. */
+static void finish_switch(struct xf__worker *w)
+{
+	struct xf_fiber *prev = w->prev;
+	int action = w->prev_action;
+
+	w->prev = NULL;
+	w->prev_action = XF_PREV_NONE;
+	if (!prev)
+		return;
+	switch (action) {
+	case XF_PREV_REQUEUE:
+		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+		xf__runq_push(w, prev);
+		break;
+	case XF_PREV_EXIT:
+		/* Its stack is free now that nothing runs on it. */
+		xf__stack_put(w, &prev->stack);
+		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+		xf__fiber_finish(prev);
+		break;
+	default: /* blocked, or a worker's idle context */
+		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+		break;
+	}
+}
+
+static void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct xf_fiber *next,
+		      enum xf__prev_action action)
+{
+	/* next may have been woken while still switching out elsewhere. */
+	while (atomic_load_explicit(&next->on_cpu, memory_order_acquire))
+		__builtin_ia32_pause();
+	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
+	if (!(next->flags & XF_FIBER_F_PINNED))
+		next->home = (int)w->id;
+	prev->saved_errno = *w->errno_ptr;
+	w->prev = prev;
+	w->prev_action = action;
+	w->current = next;
+	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
+	xf__context_switch(&prev->sp, next->sp);
+	/* Back in prev, perhaps on another worker: look it up again. */
+	xf__san_switch_finish(prev);
+	w = xf__this_worker();
+	finish_switch(w);
+	*w->errno_ptr = prev->saved_errno;
+}
+
+void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
+{
+	struct xf_fiber *prev = w->current;
+	struct xf_fiber *next;
+
+	xf__runq_poll(w);
+	next = xf__runq_pop(w);
+	if (next == prev) {
+		/* Woken (by a timer run in the poll above) before it left. */
+		return;
+	}
+	if (!next) {
+		if (action == XF_PREV_REQUEUE)
+			return; /* nothing else to run: keep going */
+		next = w->idle;
+	}
+	switch_to(w, prev, next, action);
+}
+
+/* The idle context's way into a fiber it found. */
+void xf__switch_from_idle(struct xf__worker *w, struct xf_fiber *next)
+{
+	switch_to(w, w->idle, next, XF_PREV_NONE);
+}
+
+_Noreturn void xf__fiber_main(struct xf_fiber *f)
+{
+	struct xf__worker *w;
+
+	xf__san_switch_finish(f);
+	w = xf__this_worker();
+	finish_switch(w);
+	if (f->flags & XF_FIBER_F_IDLE)
+		xf__idle_loop(w); /* worker 0's scheduler context: never returns */
+	*w->errno_ptr = 0;
+	xf__fiber_exit(f, f->fn(f->arg));
+}
+
+void xf__wake(struct xf_fiber *f)
+{
+	struct xf__worker *w = xf__this_worker();
+	struct xf__worker *home = &xf__rt.workers[f->home];
+
+	if (w && (!(f->flags & XF_FIBER_F_PINNED) || home == w)) {
+		xf__runq_push(w, f);
+		xf__maybe_wake_idle(w);
+		return;
+	}
+	xf__inbox_push(home, f);
+	xf__worker_kick(home);
+}
+
+int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t *unlock)
+{
+	struct xf__worker *w = xf__this_worker();
+	int state;
+
+	if (timeout_ns)
+		xf__timer_arm(w, self, xf__now_ns() + timeout_ns);
+	if (unlock)
+		xf__spin_unlock(unlock);
+	xf__schedule(w, XF_PREV_BLOCK);
+	state = atomic_load_explicit(&self->wait_state, memory_order_acquire);
+	if (timeout_ns && state != XF_WAIT_TIMEDOUT)
+		xf__timer_cancel(self);
+	XF_WARN_ON(state == XF_WAIT_WAITING);
+	return state;
+}
+
+int xf__wait_cancel(struct xf_fiber *self)
+{
+	/* Nobody claimed the wait yet: take it back and go on running. */
+	if (xf__wait_claim(self, XF_WAIT_NONE))
+		return XF_WAIT_NONE;
+	/* A waker won and is queueing us: consume that wake-up. */
+	return xf__wait_block(self, 0, NULL);
+}

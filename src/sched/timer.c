@@ -1,0 +1,145 @@
+/*
+ * timer.c - per-worker timer heaps, for xf_sleep_ns() and timed waits.
+ *
+ * A fiber has at most one timer (it waits on one thing at a time), so the
+ * timer lives in the fiber and the heap holds fiber pointers.  The heap is
+ * guarded by its worker's timer_lock: the fiber arms it on the worker it
+ * runs on, but may cancel it from another after a migration.  Firing and
+ * cancelling both happen under that lock, so a firing timer never touches a
+ * fiber that has already returned from its wait.
+ *
+ * Due timers are run by their worker at scheduling points (every 16th, see
+ * runq.h) and in its idle loop, which also bounds its sleep by the earliest
+ * deadline.
+ */
+#include <stdlib.h>
+
+#include "sched/sched.h"
+
+static bool earlier(const struct xf_fiber *a, const struct xf_fiber *b)
+{
+	return a->timer.deadline_ns < b->timer.deadline_ns;
+}
+
+static void place(struct xf__worker *w, unsigned i, struct xf_fiber *f)
+{
+	w->timers[i] = f;
+	f->timer.index = i;
+}
+
+static void sift_up(struct xf__worker *w, unsigned i)
+{
+	struct xf_fiber *f = w->timers[i];
+
+	while (i) {
+		unsigned parent = (i - 1) / 2;
+		if (!earlier(f, w->timers[parent]))
+			break;
+		place(w, i, w->timers[parent]);
+		i = parent;
+	}
+	place(w, i, f);
+}
+
+static void sift_down(struct xf__worker *w, unsigned i)
+{
+	unsigned n = atomic_load_explicit(&w->timers_nr, memory_order_relaxed);
+	struct xf_fiber *f = w->timers[i];
+
+	for (;;) {
+		unsigned child = 2 * i + 1;
+		if (child >= n)
+			break;
+		if (child + 1 < n && earlier(w->timers[child + 1], w->timers[child]))
+			child++;
+		if (!earlier(w->timers[child], f))
+			break;
+		place(w, i, w->timers[child]);
+		i = child;
+	}
+	place(w, i, f);
+}
+
+/* Takes entry i out of the heap; lock held. */
+static void heap_remove(struct xf__worker *w, unsigned i)
+{
+	unsigned last = atomic_load_explicit(&w->timers_nr, memory_order_relaxed) - 1;
+	struct xf_fiber *moved = w->timers[last];
+
+	w->timers[i]->timer.heap = NULL;
+	atomic_store_explicit(&w->timers_nr, last, memory_order_relaxed);
+	if (i == last)
+		return;
+	place(w, i, moved);
+	sift_down(w, i);
+	sift_up(w, moved->timer.index);
+}
+
+void xf__timer_arm(struct xf__worker *w, struct xf_fiber *f, uint64_t deadline_ns)
+{
+	unsigned n;
+
+	xf__spin_lock(&w->timer_lock);
+	n = atomic_load_explicit(&w->timers_nr, memory_order_relaxed);
+	if (n == w->timers_cap) {
+		unsigned cap = w->timers_cap ? 2 * w->timers_cap : 64;
+		struct xf_fiber **t = realloc(w->timers, cap * sizeof(*t));
+		if (!t) {
+			/* No room to remember the deadline: time out now rather
+			 * than sleep forever. */
+			xf__spin_unlock(&w->timer_lock);
+			if (xf__wait_claim(f, XF_WAIT_TIMEDOUT))
+				xf__wake(f);
+			return;
+		}
+		w->timers = t;
+		w->timers_cap = cap;
+	}
+	f->timer.deadline_ns = deadline_ns;
+	__atomic_store_n(&f->timer.heap, w, __ATOMIC_RELEASE);
+	w->timers[n] = f;
+	atomic_store_explicit(&w->timers_nr, n + 1, memory_order_relaxed);
+	sift_up(w, n);
+	xf__spin_unlock(&w->timer_lock);
+}
+
+void xf__timer_cancel(struct xf_fiber *f)
+{
+	struct xf__worker *w = __atomic_load_n(&f->timer.heap, __ATOMIC_ACQUIRE);
+
+	if (!w)
+		return; /* fired already */
+	xf__spin_lock(&w->timer_lock);
+	if (f->timer.heap == w)
+		heap_remove(w, f->timer.index);
+	xf__spin_unlock(&w->timer_lock);
+}
+
+void xf__timers_run(struct xf__worker *w)
+{
+	uint64_t now = xf__now_ns();
+
+	xf__spin_lock(&w->timer_lock);
+	while (atomic_load_explicit(&w->timers_nr, memory_order_relaxed) &&
+	       w->timers[0]->timer.deadline_ns <= now) {
+		struct xf_fiber *f = w->timers[0];
+
+		heap_remove(w, 0);
+		if (xf__wait_claim(f, XF_WAIT_TIMEDOUT))
+			xf__wake(f);
+	}
+	xf__spin_unlock(&w->timer_lock);
+}
+
+uint64_t xf__timers_next_deadline(struct xf__worker *w)
+{
+	uint64_t deadline = 0;
+
+	if (!atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
+		return 0;
+	xf__spin_lock(&w->timer_lock);
+	if (atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
+		deadline = w->timers[0]->timer.deadline_ns;
+	xf__spin_unlock(&w->timer_lock);
+	return deadline;
+}

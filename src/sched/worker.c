@@ -1,0 +1,241 @@
+/*
+ * worker.c - worker threads: the idle loop, work requesting, parking.
+ *
+ * An idle worker looks, in order, at its run queue, its inbox, its timers,
+ * and then asks one busy worker for work by setting that worker's
+ * steal_request.  The busy worker answers at its next scheduling point
+ * (xf__runq_poll_slow) by moving half of its queue into the requester's
+ * inbox.  The requester spins for spin_ns (default XF_SPIN_NS_DEFAULT) and
+ * then parks on a futex; a kick (inbox push, new surplus work, a timer due)
+ * unparks it.
+ *
+ * The spin budget: parking costs a futex wait plus, later, a futex wake
+ * from the other CPU - ~24 us in this project's 2-vCPU VM (REFERENCE.md)
+ * against ~1 us for a switch on one CPU.  Spinning for about as long as a
+ * park/unpark costs bounds the waste at 2x the optimum (the classic
+ * ski-rental argument), so the default is 20 us; xf_config.spin_us tunes
+ * it and `bench/` measures it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sched/runq.h"
+#include "sched/sched.h"
+
+#define XF_SPIN_NS_DEFAULT 20000
+
+uint64_t xf__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns)
+{
+	struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
+
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, timeout_ns ? &ts : NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void xf__worker_kick(struct xf__worker *w)
+{
+	/* Dekker with park(): we published work, then look at `parked`; it
+	 * sets `parked`, then looks for work.  seq_cst on both sides means at
+	 * least one of us sees the other. */
+	atomic_fetch_add_explicit(&w->park_seq, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&w->parked, memory_order_seq_cst))
+		futex_wake(&w->park_seq);
+}
+
+void xf__maybe_wake_idle(struct xf__worker *w)
+{
+	/* Only surplus work - more than this worker will run next - is worth a
+	 * futex wake; a ping-pong hands over one fiber at a time and never
+	 * pays for it.  A spinning worker will find the surplus by itself. */
+	if (w->runq.len < 2 || !atomic_load_explicit(&xf__rt.nr_parked, memory_order_relaxed) ||
+	    atomic_load_explicit(&xf__rt.nr_spinning, memory_order_relaxed))
+		return;
+	for (unsigned i = 1; i < xf__rt.nr_workers; i++) {
+		struct xf__worker *v = &xf__rt.workers[(w->id + i) % xf__rt.nr_workers];
+
+		if (atomic_load_explicit(&v->parked, memory_order_relaxed)) {
+			xf__worker_kick(v);
+			return;
+		}
+	}
+}
+
+/* Hands half of w's queue (pinned fibers stay) to the worker that asked. */
+static void answer_steal_request(struct xf__worker *w)
+{
+	unsigned req = atomic_exchange_explicit(&w->steal_request, 0, memory_order_acquire);
+	struct xf__worker *thief;
+	struct xf__fifo keep = {0}, give = {0};
+	unsigned give_nr;
+	struct xf_fiber *f;
+
+	if (!req)
+		return;
+	thief = &xf__rt.workers[req - 1];
+	give_nr = (w->runq.len + 1) / 2;
+	while ((f = xf__fifo_pop(&w->runq))) {
+		if (give.len < give_nr && !(f->flags & XF_FIBER_F_PINNED))
+			xf__fifo_push(&give, f);
+		else
+			xf__fifo_push(&keep, f);
+	}
+	w->runq = keep;
+	xf__runq_publish(w);
+	/* Push newest first, so the thief's reversal restores our order. */
+	for (struct xf_fiber *chain = give.head; chain;) {
+		struct xf_fiber *next = chain->run_next;
+		xf__inbox_push(thief, chain);
+		chain = next;
+	}
+	atomic_store_explicit(&thief->steal_pending, 0, memory_order_release);
+	xf__worker_kick(thief);
+}
+
+void xf__runq_poll_slow(struct xf__worker *w)
+{
+	struct xf_fiber *chain = atomic_exchange_explicit(&w->inbox, NULL, memory_order_acquire);
+	struct xf_fiber *reversed = NULL;
+
+	while (chain) {
+		struct xf_fiber *next = chain->run_next;
+		chain->run_next = reversed;
+		reversed = chain;
+		chain = next;
+	}
+	while (reversed) {
+		struct xf_fiber *next = reversed->run_next;
+		xf__fifo_push(&w->runq, reversed);
+		reversed = next;
+	}
+	xf__runq_publish(w);
+	if (atomic_load_explicit(&w->steal_request, memory_order_relaxed))
+		answer_steal_request(w);
+}
+
+/* Asks the busiest-looking other worker for work; one request at a time. */
+static void request_work(struct xf__worker *w)
+{
+	struct xf__worker *victim = NULL;
+	unsigned best = 0, expected = 0;
+
+	if (atomic_load_explicit(&w->steal_pending, memory_order_acquire))
+		return;
+	for (unsigned i = 1; i < xf__rt.nr_workers; i++) {
+		struct xf__worker *v = &xf__rt.workers[(w->id + i) % xf__rt.nr_workers];
+		unsigned n = atomic_load_explicit(&v->nr_queued, memory_order_relaxed);
+
+		if (n > best) {
+			best = n;
+			victim = v;
+		}
+	}
+	if (!victim)
+		return;
+	if (atomic_compare_exchange_strong_explicit(&victim->steal_request, &expected, w->id + 1,
+						    memory_order_release, memory_order_relaxed))
+		atomic_store_explicit(&w->steal_pending, 1, memory_order_relaxed);
+}
+
+/* Everything an idle worker checks before it may sleep. */
+static struct xf_fiber *find_work(struct xf__worker *w)
+{
+	xf__runq_poll_slow(w); /* inbox, and decline steal requests (queue is empty) */
+	if (atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
+		xf__timers_run(w);
+	return xf__runq_pop(w);
+}
+
+static void park(struct xf__worker *w)
+{
+	uint32_t seq = atomic_load_explicit(&w->park_seq, memory_order_seq_cst);
+	uint64_t deadline, timeout = 0;
+
+	atomic_store_explicit(&w->parked, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&xf__rt.nr_parked, 1, memory_order_seq_cst);
+	/* Re-check after announcing: a kick from now on changes park_seq. */
+	if (atomic_load_explicit(&w->inbox, memory_order_seq_cst) ||
+	    atomic_load_explicit(&xf__rt.stopping, memory_order_seq_cst))
+		goto out;
+	deadline = xf__timers_next_deadline(w);
+	if (deadline) {
+		uint64_t now = xf__now_ns();
+		if (deadline <= now)
+			goto out;
+		timeout = deadline - now;
+	}
+	futex_wait(&w->park_seq, seq, timeout);
+out:
+	atomic_fetch_sub_explicit(&xf__rt.nr_parked, 1, memory_order_relaxed);
+	atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
+}
+
+/* Runs on the worker's idle context: the original thread stack for workers
+ * 1..N-1 (and returns when the runtime stops), a runtime stack for worker 0
+ * (and never returns; shutdown abandons it). */
+static void idle_loop_run(struct xf__worker *w)
+{
+	for (;;) {
+		struct xf_fiber *next = find_work(w);
+		uint64_t spin_until;
+
+		if (next) {
+			xf__switch_from_idle(w, next);
+			continue;
+		}
+		if (atomic_load_explicit(&xf__rt.stopping, memory_order_acquire))
+			return;
+		atomic_fetch_add_explicit(&xf__rt.nr_spinning, 1, memory_order_relaxed);
+		spin_until = xf__now_ns() + xf__rt.spin_ns;
+		do {
+			request_work(w);
+			for (int i = 0; i < 64; i++)
+				__builtin_ia32_pause();
+			if (atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
+			    atomic_load_explicit(&xf__rt.stopping, memory_order_relaxed))
+				break;
+		} while (xf__now_ns() < spin_until &&
+			 !(atomic_load_explicit(&w->timers_nr, memory_order_relaxed) &&
+			   xf__timers_next_deadline(w) <= xf__now_ns()));
+		atomic_fetch_sub_explicit(&xf__rt.nr_spinning, 1, memory_order_relaxed);
+		if (!atomic_load_explicit(&w->inbox, memory_order_relaxed))
+			park(w);
+	}
+}
+
+_Noreturn void xf__idle_loop(struct xf__worker *w)
+{
+	idle_loop_run(w);
+	/* Worker 0's idle context is suspended whenever the first fiber (pinned
+	 * to worker 0) runs, and only that fiber sets `stopping`: this cannot
+	 * be reached. */
+	abort();
+}
+
+void xf__worker_run(struct xf__worker *w)
+{
+	idle_loop_run(w);
+}
+
+void xf__spin_ns_set(unsigned spin_us)
+{
+	xf__rt.spin_ns = spin_us ? (uint64_t)spin_us * 1000u : XF_SPIN_NS_DEFAULT;
+}

@@ -1,0 +1,75 @@
+/*
+ * waitq.c - the FIFO of fibers waiting on a sync object.
+ *
+ * Links live in the fiber (it waits on one thing at a time).  Every
+ * operation runs under the queue's spinlock.  `wait_queue` says whether, and
+ * where, a fiber is linked: a fiber whose timed wait expired finds itself
+ * still linked and unlinks itself under the same lock.
+ */
+#include "sched/sched.h"
+
+void xf__waitq_push(xf__waitq *q, struct xf_fiber *f)
+{
+	f->wait_next = NULL;
+	f->wait_prev = q->tail;
+	if (q->tail)
+		q->tail->wait_next = f;
+	else
+		q->head = f;
+	q->tail = f;
+	f->wait_queue = q;
+}
+
+void xf__waitq_remove(xf__waitq *q, struct xf_fiber *f)
+{
+	if (f->wait_queue != q)
+		return;
+	if (f->wait_prev)
+		f->wait_prev->wait_next = f->wait_next;
+	else
+		q->head = f->wait_next;
+	if (f->wait_next)
+		f->wait_next->wait_prev = f->wait_prev;
+	else
+		q->tail = f->wait_prev;
+	f->wait_next = f->wait_prev = NULL;
+	f->wait_queue = NULL;
+}
+
+struct xf_fiber *xf__waitq_pop(xf__waitq *q)
+{
+	struct xf_fiber *f = q->head;
+
+	if (f)
+		xf__waitq_remove(q, f);
+	return f;
+}
+
+/* Pops waiters until one can still be claimed; NULL if none. */
+struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state)
+{
+	struct xf_fiber *f;
+
+	while ((f = xf__waitq_pop(q))) {
+		if (xf__wait_claim(f, state))
+			return f;
+		/* It timed out and will find itself unlinked. */
+	}
+	return NULL;
+}
+
+int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self,
+		   uint64_t timeout_ns)
+{
+	int state;
+
+	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+	xf__waitq_push(q, self);
+	state = xf__wait_block(self, timeout_ns, lock);
+	if (state == XF_WAIT_TIMEDOUT) {
+		xf__spin_lock(lock);
+		xf__waitq_remove(q, self);
+		xf__spin_unlock(lock);
+	}
+	return state;
+}

@@ -1,0 +1,187 @@
+/*
+ * test_fiber.c - spawn, join, detach and exit semantics, results, and every
+ * misuse of the fiber API returning its errno.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "testlib.h"
+#include "xfiber.h"
+
+static void *identity(void *arg)
+{
+	return arg;
+}
+
+static void *exits_early(void *arg)
+{
+	xf_yield();
+	xf_exit((char *)arg + 1);
+	return NULL; /* not reached */
+}
+
+static void *spawns_children(void *arg)
+{
+	uintptr_t depth = (uintptr_t)arg, sum = depth;
+	xf_fiber *kids[2];
+	void *r;
+
+	if (!depth)
+		return 0;
+	for (int i = 0; i < 2; i++)
+		CHECK_ERR(xf_spawn(&kids[i], spawns_children, (void *)(depth - 1), NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_ERR(xf_join(kids[i], &r), 0);
+		sum += (uintptr_t)r;
+	}
+	return (void *)sum;
+}
+
+static atomic_int detached_done;
+
+static void *detached_body(void *arg)
+{
+	(void)arg;
+	xf_yield();
+	atomic_fetch_add(&detached_done, 1);
+	return NULL;
+}
+
+static xf_fiber *self_seen;
+
+static void *self_join(void *arg)
+{
+	(void)arg;
+	self_seen = xf_self();
+	CHECK(xf_fiber_id(self_seen) > 1);
+	CHECK_ERR(xf_join(xf_self(), NULL), EDEADLK);
+	return NULL;
+}
+
+static void *joins_first(void *first)
+{
+	CHECK_ERR(xf_join(first, NULL), EINVAL);
+	CHECK_ERR(xf_detach(first), EINVAL);
+	CHECK_ERR(xf_shutdown(), EPERM); /* only the first fiber may */
+	return NULL;
+}
+
+static void *blocker(void *arg)
+{
+	xf_sem *s = arg;
+	CHECK_ERR(xf_sem_wait(s), 0);
+	return (void *)42;
+}
+
+int main(void)
+{
+	xf_config cfg = {.workers = 2};
+	xf_attr attr = XF_ATTR_INIT;
+	xf_fiber *f, *g;
+	void *r;
+	xf_sem sem = XF_SEM_INITIALIZER(0);
+
+	/* Before xf_init: nothing runs. */
+	CHECK_ERR(xf_spawn(&f, identity, NULL, NULL), EPERM);
+	CHECK_ERR(xf_shutdown(), EPERM);
+	CHECK_ERR(xf_sleep_ns(1), EPERM);
+	CHECK(xf_self() == NULL);
+	CHECK(xf_worker_id() == -1);
+	xf_yield(); /* harmless outside the runtime */
+
+	/* Bad configurations. */
+	CHECK_ERR(xf_init(&(xf_config){.workers = XF_WORKERS_MAX + 1}), EINVAL);
+	CHECK_ERR(xf_init(&(xf_config){.stack_size = 1024}), EINVAL);
+	CHECK_ERR(xf_init(&(xf_config){.slice_us = 10}), EINVAL);
+
+	CHECK_ERR(xf_init(&cfg), 0);
+	CHECK_ERR(xf_init(&cfg), EBUSY);
+	CHECK(xf_self() != NULL && xf_fiber_id(xf_self()) == 1);
+	CHECK(xf_worker_id() == 0);
+
+	/* Results through return and through xf_exit. */
+	CHECK_ERR(xf_spawn(&f, identity, (void *)0x1234, NULL), 0);
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK(r == (void *)0x1234);
+	CHECK_ERR(xf_spawn(&f, exits_early, (void *)100, NULL), 0);
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK(r == (void *)101);
+
+	/* A tree of 2^6 fibers spawning and joining their children. */
+	CHECK_ERR(xf_spawn(&f, spawns_children, (void *)6, NULL), 0);
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK((uintptr_t)r == 6 + 2 * 5 + 4 * 4 + 8 * 3 + 16 * 2 + 32 * 1);
+
+	/* Join a fiber that already finished, and one that has not. */
+	CHECK_ERR(xf_spawn(&f, identity, (void *)7, NULL), 0);
+	for (int i = 0; i < 10; i++)
+		xf_yield();
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK(r == (void *)7);
+	CHECK_ERR(xf_spawn(&f, blocker, &sem, NULL), 0);
+	CHECK_ERR(xf_spawn(&g, identity, NULL, NULL), 0);
+	CHECK_ERR(xf_sem_post(&sem), 0);
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK(r == (void *)42);
+	CHECK_ERR(xf_join(g, NULL), 0);
+
+	/* Detached: at spawn, after finishing, before finishing. */
+	attr.detached = true;
+	CHECK_ERR(xf_spawn(NULL, detached_body, NULL, &attr), 0);
+	CHECK_ERR(xf_spawn(&f, identity, NULL, NULL), 0);
+	for (int i = 0; i < 10; i++)
+		xf_yield();
+	CHECK_ERR(xf_detach(f), 0); /* finished by now: freed here */
+	CHECK_ERR(xf_spawn(&f, detached_body, NULL, NULL), 0);
+	CHECK_ERR(xf_detach(f), 0);
+	while (atomic_load(&detached_done) < 2)
+		xf_yield();
+
+	/* Misuse. */
+	CHECK_ERR(xf_spawn(&f, NULL, NULL, NULL), EINVAL);
+	CHECK_ERR(xf_spawn(NULL, identity, NULL, NULL), EINVAL); /* joinable needs a handle */
+	attr = (xf_attr)XF_ATTR_INIT;
+	attr.stack_size = 100;
+	CHECK_ERR(xf_spawn(&f, identity, NULL, &attr), EINVAL);
+	attr = (xf_attr)XF_ATTR_INIT;
+	attr.pinned = true;
+	attr.worker = 2;
+	CHECK_ERR(xf_spawn(&f, identity, NULL, &attr), EINVAL);
+	attr.worker = -2;
+	CHECK_ERR(xf_spawn(&f, identity, NULL, &attr), EINVAL);
+	CHECK_ERR(xf_join(NULL, NULL), EINVAL);
+	CHECK_ERR(xf_detach(NULL), EINVAL);
+	CHECK_ERR(xf_spawn(&f, self_join, NULL, NULL), 0);
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK_ERR(xf_join(f, NULL), ESRCH); /* freed by the first join */
+	CHECK_ERR(xf_detach(f), ESRCH);
+	CHECK(xf_fiber_id(f) == 0);
+	CHECK_ERR(xf_spawn(&f, blocker, &sem, NULL), 0);
+	CHECK_ERR(xf_detach(f), 0);
+	CHECK_ERR(xf_detach(f), EINVAL); /* already detached */
+	CHECK_ERR(xf_join(f, NULL), EINVAL);
+	CHECK_ERR(xf_sem_post(&sem), 0);
+	CHECK_ERR(xf_spawn(&f, joins_first, xf_self(), NULL), 0);
+	CHECK_ERR(xf_join(f, NULL), 0);
+	/* A custom stack size works. */
+	attr = (xf_attr)XF_ATTR_INIT;
+	attr.stack_size = 256 * 1024;
+	CHECK_ERR(xf_spawn(&f, identity, (void *)9, &attr), 0);
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK(r == (void *)9);
+
+	CHECK_ERR(xf_shutdown(), 0);
+	CHECK_ERR(xf_shutdown(), EPERM);
+	CHECK(xf_self() == NULL);
+
+	/* The runtime can start again after a shutdown. */
+	CHECK_ERR(xf_init(&(xf_config){.workers = 1}), 0);
+	CHECK_ERR(xf_spawn(&f, identity, (void *)5, NULL), 0);
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK(r == (void *)5);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("fiber semantics ok\n");
+	return 0;
+}

@@ -1,0 +1,114 @@
+/*
+ * test_sched.c - yield fairness across workers, work stealing moving
+ * fibers, and pinned fibers never moving.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "testlib.h"
+#include "xfiber.h"
+
+#define WORKERS 2
+#define YIELDERS 8
+
+static atomic_bool stop;
+
+struct yielder {
+	uint64_t count;
+	int first_worker;
+	unsigned workers_seen; /* bitmask */
+};
+
+static void *yield_loop(void *arg)
+{
+	struct yielder *y = arg;
+
+	y->first_worker = xf_worker_id();
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		y->workers_seen |= 1u << xf_worker_id();
+		y->count++;
+		/* Some work between yields, so that both workers stay busy. */
+		for (volatile int i = 0; i < 200; i++)
+			;
+		xf_yield();
+	}
+	return NULL;
+}
+
+static void fairness_and_stealing(void)
+{
+	struct yielder ys[YIELDERS] = {0};
+	xf_fiber *f[YIELDERS];
+	uint64_t min = UINT64_MAX, max = 0;
+	unsigned on_each[WORKERS] = {0}, migrated = 0;
+
+	atomic_store(&stop, false);
+	/* All spawned from worker 0: only stealing can get them to worker 1. */
+	for (int i = 0; i < YIELDERS; i++)
+		CHECK_ERR(xf_spawn(&f[i], yield_loop, &ys[i], NULL), 0);
+	xf_sleep_ns(300 * 1000 * 1000);
+	atomic_store(&stop, true);
+	for (int i = 0; i < YIELDERS; i++) {
+		CHECK_ERR(xf_join(f[i], NULL), 0);
+		min = ys[i].count < min ? ys[i].count : min;
+		max = ys[i].count > max ? ys[i].count : max;
+		for (int w = 0; w < WORKERS; w++)
+			on_each[w] += (ys[i].workers_seen >> w) & 1;
+		migrated += ys[i].workers_seen != (1u << ys[i].first_worker);
+	}
+	printf("yield counts: min %lu max %lu; fibers seen on worker 0: %u, worker 1: %u; "
+	       "migrated: %u\n",
+	       (unsigned long)min, (unsigned long)max, on_each[0], on_each[1], migrated);
+	if (!min)
+		xf_test_fail("a yielding fiber never ran: unfair scheduling");
+	if (max > 20 * min)
+		xf_test_fail("unfair: one fiber ran %lu times, another %lu", (unsigned long)max,
+			     (unsigned long)min);
+	if (!on_each[1])
+		xf_test_fail("no fiber ever ran on worker 1: work stealing moved nothing");
+}
+
+static void *pinned_loop(void *arg)
+{
+	int want = (int)(intptr_t)arg;
+
+	for (int i = 0; i < 20000; i++) {
+		if (xf_worker_id() != want)
+			xf_test_fail("pinned fiber for worker %d ran on worker %d", want,
+				     xf_worker_id());
+		xf_yield();
+		if (i % 1000 == 0)
+			xf_sleep_ns(10000); /* wake-ups from timers keep it home too */
+	}
+	return NULL;
+}
+
+static void pinned(void)
+{
+	xf_fiber *f[6];
+
+	for (int i = 0; i < 6; i++) {
+		xf_attr attr = XF_ATTR_INIT;
+		attr.pinned = true;
+		attr.worker = i % WORKERS;
+		CHECK_ERR(xf_spawn(&f[i], pinned_loop, (void *)(intptr_t)(i % WORKERS), &attr), 0);
+	}
+	for (int i = 0; i < 6; i++)
+		CHECK_ERR(xf_join(f[i], NULL), 0);
+	/* The first fiber is pinned to worker 0. */
+	for (int i = 0; i < 1000; i++) {
+		xf_yield();
+		CHECK(xf_worker_id() == 0);
+	}
+	printf("pinned fibers stayed on their workers\n");
+}
+
+int main(void)
+{
+	CHECK_ERR(xf_init(&(xf_config){.workers = WORKERS}), 0);
+	fairness_and_stealing();
+	pinned();
+	CHECK_ERR(xf_shutdown(), 0);
+	return 0;
+}
