@@ -265,14 +265,6 @@ int xf_detach(xf_fiber *f)
 	return 0;
 }
 
-void xf_yield(void)
-{
-	struct xf__worker *w = xf__this_worker();
-
-	if (w && !(w->current->flags & XF_FIBER_F_IDLE))
-		xf__schedule(w, XF_PREV_REQUEUE);
-}
-
 xf_fiber *xf_self(void)
 {
 	struct xf_fiber *f = xf__current();

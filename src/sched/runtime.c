@@ -20,8 +20,6 @@
 #include "sched/sched.h"
 #include "xstate/xstate.h"
 
-extern __thread struct xf__worker *xf__tls_worker;
-
 /* Serialises xf_init and xf_shutdown against each other. */
 static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
 

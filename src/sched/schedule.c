@@ -22,59 +22,46 @@
 
 struct xf__runtime xf__rt;
 
-/* initial-exec: one %fs-relative load, and the variable is found without a
- * call in both the static and the shared library. */
-__thread struct xf__worker *xf__tls_worker
-	__attribute__((visibility("hidden"), tls_model("initial-exec")));
+__thread struct xf__worker *xf__tls_worker;
 
-struct xf__worker *xf__this_worker(void)
+/* The uncommon ends of a switch: a fiber that finished. */
+static __attribute__((noinline)) void finish_exit(struct xf__worker *w, struct xf_fiber *prev)
 {
-	struct xf__worker *w;
-
-	/* volatile asm: the compiler must re-read it after every switch,
-	 * which may have moved this fiber to another thread. */
-	__asm__ volatile("movq xf__tls_worker@gottpoff(%%rip), %0\n\t"
-			 "movq %%fs:(%0), %0"
-			 : "=r"(w));
-	return w;
+	/* Its stack is free now that nothing runs on it. */
+	xf__stack_put(w, &prev->stack);
+	atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+	xf__fiber_finish(prev);
 }
 
-/* Settles the fiber that ran on this worker before the current one. */
-static void finish_switch(struct xf__worker *w)
+/* Settles the fiber that ran on this worker before the current one.  A
+ * yielding fiber was already queued (the queue is this worker's alone, so
+ * nobody could take it before now), a blocked one waits for its waker: both
+ * only need on_cpu cleared. */
+static inline void finish_switch(struct xf__worker *w)
 {
 	struct xf_fiber *prev = w->prev;
-	int action = w->prev_action;
 
 	w->prev = NULL;
-	w->prev_action = XF_PREV_NONE;
-	if (!prev)
+	if (unlikely(w->prev_action == XF_PREV_EXIT)) {
+		w->prev_action = XF_PREV_NONE;
+		finish_exit(w, prev);
 		return;
-	switch (action) {
-	case XF_PREV_REQUEUE:
-		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
-		xf__runq_push(w, prev);
-		break;
-	case XF_PREV_EXIT:
-		/* Its stack is free now that nothing runs on it. */
-		xf__stack_put(w, &prev->stack);
-		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
-		xf__fiber_finish(prev);
-		break;
-	default: /* blocked, or a worker's idle context */
-		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
-		break;
 	}
+	if (prev)
+		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
 }
 
-static void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct xf_fiber *next,
-		      enum xf__prev_action action)
+static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct xf_fiber *next,
+			     enum xf__prev_action action)
 {
 	/* next may have been woken while still switching out elsewhere. */
-	while (atomic_load_explicit(&next->on_cpu, memory_order_acquire))
+	while (unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
 		__builtin_ia32_pause();
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
-	if (!(next->flags & XF_FIBER_F_PINNED))
+	if (next->home != (int)w->id && !(next->flags & XF_FIBER_F_PINNED))
 		next->home = (int)w->id;
+	if (action == XF_PREV_REQUEUE)
+		xf__runq_push(w, prev);
 	prev->saved_errno = *w->errno_ptr;
 	w->prev = prev;
 	w->prev_action = action;
@@ -88,6 +75,7 @@ static void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct xf_fib
 	*w->errno_ptr = prev->saved_errno;
 }
 
+/* The one scheduler decision: who runs next on w. */
 void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
 {
 	struct xf_fiber *prev = w->current;
@@ -105,6 +93,14 @@ void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
 		next = w->idle;
 	}
 	switch_to(w, prev, next, action);
+}
+
+void xf_yield(void)
+{
+	struct xf__worker *w = xf__this_worker();
+
+	if (w && !(w->current->flags & XF_FIBER_F_IDLE))
+		xf__schedule(w, XF_PREV_REQUEUE);
 }
 
 /* The idle context's way into a fiber it found. */
