@@ -358,6 +358,58 @@ XF_API int xf_chan_try_recv(xf_chan *ch, void *msg); /* EAGAIN when empty */
 XF_API int xf_chan_timed_recv(xf_chan *ch, void *msg, uint64_t timeout_ns);
 XF_API int xf_chan_close(xf_chan *ch); /* EPIPE if already closed */
 
+/* ---------------------------------------------------------------------------
+ * Preemption
+ *
+ * A fiber that runs for more than xf_config.slice_us without switching is
+ * preempted by a signal (SIGURG) to its worker, if something else waits to
+ * run there.  Its registers - every GPR, the flags and all extended state -
+ * stay in the kernel's signal frame on its own stack until it resumes.
+ * Preemption is deferred, never lost, while it is disabled and while the
+ * fiber runs inside libc, the dynamic loader, libxfiber itself, or a library
+ * marked with xf_preempt_unsafe_add(): code that may hold a lock the next
+ * fiber needs.  Hold no pthread mutex, or other lock a fiber on the same
+ * worker could need, across code that can be preempted: disable preemption
+ * around it instead.
+ */
+
+/* Nest.  While disabled, an arriving preemption is recorded and taken at
+ * the enable that ends the outermost section.  Do not block or yield with
+ * preemption disabled. */
+XF_API void xf_preempt_disable(void);
+XF_API void xf_preempt_enable(void);
+
+/* Marks the whole loaded object (executable or shared library) containing
+ * addr as unsafe to preempt in, e.g. xf_preempt_unsafe_add(&some_function).
+ * EINVAL if addr lies in no loaded object, ENOSPC when the table is full. */
+XF_API int xf_preempt_unsafe_add(const void *addr);
+
+/* ---------------------------------------------------------------------------
+ * Counters, always on, one increment each.
+ */
+typedef struct xf_worker_stats {
+	uint64_t switches;              /* context switches, voluntary and preemptive */
+	uint64_t preemptions;           /* switches made inside a preemption signal */
+	uint64_t preemptions_deferred;  /* preemption signals that found preemption disabled
+					 * or the fiber in unsafe code */
+	uint64_t preemption_ticks_idle; /* preemption signals that found nothing else to run */
+	uint64_t xsaves;                /* XSAVE-family instructions the runtime executed */
+	uint64_t xrstors;               /* XRSTOR-family instructions the runtime executed */
+	uint64_t state_copies_avoided;  /* preempted fibers resumed straight from their frame */
+	uint64_t tiles_released;        /* voluntary switches that ran TILERELEASE */
+	uint64_t frame_xstate_bytes;    /* extended-state bytes the kernel wrote into
+					 * preemption frames, per each frame's XSTATE_BV */
+} xf_worker_stats;
+
+typedef struct xf_stats {
+	unsigned nr_workers;
+	xf_worker_stats total;
+	xf_worker_stats workers[XF_WORKERS_MAX];
+} xf_stats;
+
+/* EINVAL for NULL, EPERM when the runtime is not running. */
+XF_API int xf_stats_get(xf_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

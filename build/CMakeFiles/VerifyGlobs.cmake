@@ -77,6 +77,9 @@ file(GLOB_RECURSE NEW_GLOB LIST_DIRECTORIES false "/work/main/src/*.c")
 set(OLD_GLOB
   "/work/main/src/arch/context.c"
   "/work/main/src/common/version.c"
+  "/work/main/src/preempt/signal.c"
+  "/work/main/src/preempt/stats.c"
+  "/work/main/src/preempt/ticker.c"
   "/work/main/src/sched/fiber.c"
   "/work/main/src/sched/runtime.c"
   "/work/main/src/sched/schedule.c"
@@ -110,6 +113,9 @@ endif()
 # XFIBER_NOFP_SOURCES at src/CMakeLists.txt:19 (file)
 file(GLOB_RECURSE NEW_GLOB LIST_DIRECTORIES false "/work/main/src/preempt/*.c")
 set(OLD_GLOB
+  "/work/main/src/preempt/signal.c"
+  "/work/main/src/preempt/stats.c"
+  "/work/main/src/preempt/ticker.c"
   )
 if(NOT "${NEW_GLOB}" STREQUAL "${OLD_GLOB}")
   message("-- GLOB mismatch!")

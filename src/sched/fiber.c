@@ -115,28 +115,44 @@ static bool valid_attr(const xf_attr *a)
 	return a->worker >= -1 && (a->worker < 0 || (unsigned)a->worker < xf__rt.nr_workers);
 }
 
-int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr)
+/* The part of spawning that uses this worker's caches. */
+static int fiber_create(struct xf__worker *w, const xf_attr *attr, struct xf_fiber **out)
 {
-	static const xf_attr defaults = XF_ATTR_INIT;
-	struct xf__worker *w = xf__this_worker();
-	struct xf_fiber *f;
+	struct xf_fiber *f = xf__fiber_alloc(w);
 	int err;
 
-	if (!fn)
-		return EINVAL;
-	if (!w || !atomic_load_explicit(&xf__rt.running, memory_order_acquire))
-		return EPERM;
-	if (!attr)
-		attr = &defaults;
-	if (!valid_attr(attr) || (!out && !attr->detached))
-		return EINVAL;
-	f = xf__fiber_alloc(w);
 	if (!f)
 		return ENOMEM;
 	memset(f, 0, sizeof(*f));
 	err = xf__stack_get(w, attr->stack_size ? attr->stack_size : xf__rt.stack_size, &f->stack);
 	if (err) {
 		xf__fiber_free(w, f);
+		return err;
+	}
+	*out = f;
+	return 0;
+}
+
+int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr)
+{
+	static const xf_attr defaults = XF_ATTR_INIT;
+	struct xf__worker *w;
+	struct xf_fiber *f;
+	int err;
+
+	if (!fn)
+		return EINVAL;
+	if (!xf__this_worker() || !atomic_load_explicit(&xf__rt.running, memory_order_acquire))
+		return EPERM;
+	if (!attr)
+		attr = &defaults;
+	if (!valid_attr(attr) || (!out && !attr->detached))
+		return EINVAL;
+	xf__preempt_disable();
+	w = xf__this_worker();
+	err = fiber_create(w, attr, &f);
+	if (err) {
+		xf__preempt_enable();
 		return err;
 	}
 	f->magic = XF_FIBER_MAGIC;
@@ -162,6 +178,7 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 	if (out)
 		*out = f;
 	xf__wake(f);
+	xf__preempt_enable();
 	return 0;
 }
 
@@ -174,6 +191,7 @@ _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result)
 		xf_shutdown();
 		exit(0);
 	}
+	xf__preempt_disable();
 	xf__schedule(xf__this_worker(), XF_PREV_EXIT);
 	__builtin_unreachable();
 }
@@ -246,7 +264,9 @@ int xf_join(xf_fiber *f, void **result)
 	XF_WARN_ON(atomic_load_explicit(&f->state, memory_order_acquire) != XF_FIBER_DONE);
 	if (result)
 		*result = f->result;
+	xf__preempt_disable(); /* the fiber cache is this worker's alone */
 	xf__fiber_free(xf__this_worker(), f);
+	xf__preempt_enable();
 	return 0;
 }
 
@@ -260,8 +280,12 @@ int xf_detach(xf_fiber *f)
 		return err;
 	if (!atomic_compare_exchange_strong(&f->detach_state, &expected_state, XF_DETACH_DETACHED))
 		return EINVAL;
-	if (!atomic_compare_exchange_strong(&f->joiner, &expected, JOINER_DETACHED))
-		xf__fiber_free(xf__this_worker(), f); /* it had finished already */
+	if (!atomic_compare_exchange_strong(&f->joiner, &expected, JOINER_DETACHED)) {
+		/* It had finished already: free it here. */
+		xf__preempt_disable();
+		xf__fiber_free(xf__this_worker(), f);
+		xf__preempt_enable();
+	}
 	return 0;
 }
 

@@ -56,6 +56,7 @@ static void worker_enter(struct xf__worker *w)
 	xf__tls_worker = w;
 	w->errno_ptr = &errno;
 	w->thread = pthread_self();
+	xf__preempt_worker_enter(w);
 }
 
 static void *worker_thread(void *arg)
@@ -63,6 +64,7 @@ static void *worker_thread(void *arg)
 	struct xf__worker *w = arg;
 
 	worker_enter(w);
+	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING | 1); /* the idle loop is never preempted */
 	thread_context_bind(w->idle);
 	w->current = w->idle;
 	/* Without the alternate stack a stack overflow on this worker dies
@@ -154,6 +156,7 @@ static int start(const xf_config *cfg)
 	if (err)
 		goto fail;
 	idle0->magic = XF_FIBER_MAGIC;
+	idle0->preempt_word = XF_PREEMPT_NOT_PENDING | 1;
 	idle0->flags = XF_FIBER_F_IDLE | XF_FIBER_F_PINNED;
 	idle0->sp = xf__context_make((char *)idle0->stack.base + idle0->stack.size, idle0,
 				     MXCSR_DEFAULT, FCW_DEFAULT);
@@ -176,6 +179,10 @@ static int start(const xf_config *cfg)
 			goto fail;
 		}
 	}
+	/* Workers inherit the signal mask set here, less the preemption signal. */
+	err = xf__preempt_install();
+	if (err)
+		goto fail;
 	atomic_store(&xf__rt.running, 1);
 	for (; started < n; started++) {
 		struct xf__worker *w = &xf__rt.workers[started];
@@ -183,6 +190,9 @@ static int start(const xf_config *cfg)
 		if (err)
 			goto fail_threads;
 	}
+	err = xf__ticker_start();
+	if (err)
+		goto fail_threads;
 	return 0;
 
 fail_threads:
@@ -190,6 +200,7 @@ fail_threads:
 	atomic_store(&xf__rt.stopping, 1);
 	for (unsigned i = 1; i < started; i++)
 		xf__worker_kick(&xf__rt.workers[i]);
+	xf__preempt_uninstall();
 fail:
 	xf__overflow_handler_remove(w0);
 	release_workers(started);
@@ -247,6 +258,7 @@ int xf_shutdown(void)
 	pthread_mutex_lock(&lifecycle);
 	atomic_store(&xf__rt.running, 0);
 	atomic_store(&xf__rt.stopping, 1);
+	xf__ticker_stop();
 	for (unsigned i = 1; i < xf__rt.nr_workers; i++)
 		xf__worker_kick(&xf__rt.workers[i]);
 	/* The first fiber is pinned to worker 0: this is worker 0's thread. */
@@ -254,6 +266,8 @@ int xf_shutdown(void)
 	xf__fls_destroy(self);
 	xf__overflow_handler_remove(w);
 	release_workers(xf__rt.nr_workers);
+	xf__preempt_uninstall();
+	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING);
 	pthread_mutex_unlock(&lifecycle);
 	return 0;
 }

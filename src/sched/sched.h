@@ -25,12 +25,14 @@
 #define XF_SCHED_SCHED_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "preempt/preempt.h"
 #include "xfiber.h"
 
 struct xf__worker;
@@ -105,6 +107,8 @@ struct xf_fiber {
 	int home;                          /* pinned fibers: the worker they run on */
 
 	void **specific; /* fiber-local values, XF_KEYS_MAX of them, allocated lazily */
+	uint32_t preempt_word; /* its soft preemption mask while switched out */
+	bool preempted;        /* switched out by a preemption signal: state in its frame */
 
 	/* Sanitizer bookkeeping for stack switches. */
 	void *asan_fake_stack;
@@ -158,7 +162,16 @@ struct xf__worker {
 	struct xf_fiber *fiber_cache;
 
 	pthread_t thread;
+	pid_t tid;
 	void *altstack; /* for the stack-overflow report */
+	size_t altstack_size;
+
+	/* Counters: written by the owner only, read relaxed by xf_stats_get. */
+	xf_worker_stats stats __attribute__((aligned(64)));
+
+	/* The ticker's view, written by the ticker only. */
+	uint64_t tick_switches;   /* stats.switches when last looked at */
+	uint64_t tick_since_ns;   /* when that count last changed */
 } __attribute__((aligned(64)));
 
 /* The whole runtime. */
@@ -177,7 +190,14 @@ struct xf__runtime {
 	_Atomic unsigned nr_spinning;
 	_Atomic int stopping;
 	_Atomic uint32_t shutdown_waiting;
+	bool amx_possible;      /* tiles may be in use: TILERELEASE at voluntary switches */
+	bool preempt_enabled;   /* the ticker runs */
+	uint64_t base_sigmask;  /* the workers' signal mask (first 64 signals) */
 };
+
+/* One counter increment: plain load, add, store - no lock prefix. */
+#define XF_STAT_INC(w, field, n)                                                   \
+	__atomic_store_n(&(w)->stats.field, (w)->stats.field + (n), __ATOMIC_RELAXED)
 
 extern struct xf__runtime xf__rt;
 
@@ -205,18 +225,28 @@ static inline struct xf_fiber *xf__current(void)
 	return w ? w->current : NULL;
 }
 
-/* --- spinlocks (sync objects, timer heaps) --- */
+/* --- spinlocks (sync objects, timer heaps) ---
+ * Held with preemption disabled, like the kernel's: a fiber preempted while
+ * holding one would leave the others spinning for a whole slice. */
 static inline void xf__spin_lock(_Atomic uint32_t *l)
 {
+	xf__preempt_disable();
 	while (atomic_exchange_explicit(l, 1, memory_order_acquire)) {
 		while (atomic_load_explicit(l, memory_order_relaxed))
 			__builtin_ia32_pause();
 	}
 }
 
-static inline void xf__spin_unlock(_Atomic uint32_t *l)
+/* Releases the lock but stays non-preemptible: for the path into a switch. */
+static inline void xf__spin_unlock_raw(_Atomic uint32_t *l)
 {
 	atomic_store_explicit(l, 0, memory_order_release);
+}
+
+static inline void xf__spin_unlock(_Atomic uint32_t *l)
+{
+	xf__spin_unlock_raw(l);
+	xf__preempt_enable();
 }
 
 /* --- clock --- */
@@ -225,7 +255,8 @@ uint64_t xf__now_ns(void);
 /* --- scheduling (schedule.c) --- */
 
 /* Switches the calling fiber away; `action` says what happens to it.  With
- * XF_PREV_BLOCK the caller must already be reachable by its waker. */
+ * XF_PREV_BLOCK the caller must already be reachable by its waker.  The
+ * caller has disabled preemption once (xf__preempt_disable or a spinlock). */
 void xf__schedule(struct xf__worker *w, enum xf__prev_action action);
 
 /* Makes a blocked fiber runnable: on the caller's worker when it is a

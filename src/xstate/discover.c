@@ -279,6 +279,15 @@ static uint32_t read_mxcsr_mask(void)
 	return mask ? mask : 0xffbf;
 }
 
+static uint64_t read_xcomp_perm(void)
+{
+	uint64_t perm = 0;
+
+	if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, &perm) != 0)
+		return 0;
+	return perm;
+}
+
 __attribute__((constructor(101))) static void xf__xstate_setup(void)
 {
 	struct xf__xstate *xs = &xf__xstate;
@@ -294,6 +303,8 @@ __attribute__((constructor(101))) static void xf__xstate_setup(void)
 	info->strategy_name = xf_xsave_strategy_name(xs->engine.strategy);
 	info->strategy_error = xs->strategy_error[0] ? xs->strategy_error : NULL;
 	info->save_size = xs->engine.save_size;
+	xs->amx_granted = info->has_amx && (read_xcomp_perm() & XF_XFEATURE_MASK_AMX) ==
+						   XF_XFEATURE_MASK_AMX;
 }
 
 const char *xf_xsave_strategy_name(xf_xsave_strategy s)
@@ -305,15 +316,6 @@ const char *xf_xsave_strategy_name(xf_xsave_strategy s)
 	case XF_XSAVE_FXSAVE: return "fxsave";
 	default: return "none";
 	}
-}
-
-static uint64_t read_xcomp_perm(void)
-{
-	uint64_t perm = 0;
-
-	if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, &perm) != 0)
-		return 0;
-	return perm;
 }
 
 int xf_xstate_info_get(xf_xstate_info *out)
@@ -340,5 +342,6 @@ int xf_xstate_request_amx(void)
 		return ENOTSUP;
 	if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XF_XFEATURE_XTILEDATA) != 0)
 		return errno;
+	__atomic_store_n(&xf__xstate.amx_granted, true, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -44,6 +44,7 @@ struct xf__xstate_engine {
 
 struct xf__xstate {
 	struct xf__xstate_engine engine;
+	bool amx_granted; /* this process may use tiles (set by discovery or request_amx) */
 	xf_xstate_info info; /* the full picture, except the live xinuse/xcomp_perm */
 	char strategy_error[160];
 };

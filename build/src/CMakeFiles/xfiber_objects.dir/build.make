@@ -110,10 +110,52 @@ src/CMakeFiles/xfiber_objects.dir/common/version.c.s: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/common/version.c.s"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/src/common/version.c -o CMakeFiles/xfiber_objects.dir/common/version.c.s
 
+src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.o: /work/main/src/preempt/signal.c
+src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_4) "Building C object src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.o -MF CMakeFiles/xfiber_objects.dir/preempt/signal.c.o.d -o CMakeFiles/xfiber_objects.dir/preempt/signal.c.o -c /work/main/src/preempt/signal.c
+
+src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/preempt/signal.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/preempt/signal.c > CMakeFiles/xfiber_objects.dir/preempt/signal.c.i
+
+src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/preempt/signal.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/preempt/signal.c -o CMakeFiles/xfiber_objects.dir/preempt/signal.c.s
+
+src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.o: /work/main/src/preempt/stats.c
+src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_5) "Building C object src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.o -MF CMakeFiles/xfiber_objects.dir/preempt/stats.c.o.d -o CMakeFiles/xfiber_objects.dir/preempt/stats.c.o -c /work/main/src/preempt/stats.c
+
+src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/preempt/stats.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/preempt/stats.c > CMakeFiles/xfiber_objects.dir/preempt/stats.c.i
+
+src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/preempt/stats.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/preempt/stats.c -o CMakeFiles/xfiber_objects.dir/preempt/stats.c.s
+
+src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
+src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o: /work/main/src/preempt/ticker.c
+src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_6) "Building C object src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o -MF CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o.d -o CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o -c /work/main/src/preempt/ticker.c
+
+src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/xfiber_objects.dir/preempt/ticker.c.i"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -E /work/main/src/preempt/ticker.c > CMakeFiles/xfiber_objects.dir/preempt/ticker.c.i
+
+src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/xfiber_objects.dir/preempt/ticker.c.s"
+	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -S /work/main/src/preempt/ticker.c -o CMakeFiles/xfiber_objects.dir/preempt/ticker.c.s
+
 src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o: /work/main/src/sched/fiber.c
 src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_4) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_7) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o -MF CMakeFiles/xfiber_objects.dir/sched/fiber.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/fiber.c.o -c /work/main/src/sched/fiber.c
 
 src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.i: cmake_force
@@ -127,7 +169,7 @@ src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o: /work/main/src/sched/runtime.c
 src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_5) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_8) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o -MF CMakeFiles/xfiber_objects.dir/sched/runtime.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/runtime.c.o -c /work/main/src/sched/runtime.c
 
 src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.i: cmake_force
@@ -141,7 +183,7 @@ src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o: /work/main/src/sched/schedule.c
 src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_6) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_9) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o -MF CMakeFiles/xfiber_objects.dir/sched/schedule.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/schedule.c.o -c /work/main/src/sched/schedule.c
 
 src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.i: cmake_force
@@ -155,7 +197,7 @@ src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o: /work/main/src/sched/stack.c
 src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_7) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_10) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/stack.c.o -MF CMakeFiles/xfiber_objects.dir/sched/stack.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/stack.c.o -c /work/main/src/sched/stack.c
 
 src/CMakeFiles/xfiber_objects.dir/sched/stack.c.i: cmake_force
@@ -169,7 +211,7 @@ src/CMakeFiles/xfiber_objects.dir/sched/stack.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o: /work/main/src/sched/timer.c
 src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_8) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_11) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/timer.c.o -MF CMakeFiles/xfiber_objects.dir/sched/timer.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/timer.c.o -c /work/main/src/sched/timer.c
 
 src/CMakeFiles/xfiber_objects.dir/sched/timer.c.i: cmake_force
@@ -183,7 +225,7 @@ src/CMakeFiles/xfiber_objects.dir/sched/timer.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o: /work/main/src/sched/worker.c
 src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_9) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_12) "Building C object src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sched/worker.c.o -MF CMakeFiles/xfiber_objects.dir/sched/worker.c.o.d -o CMakeFiles/xfiber_objects.dir/sched/worker.c.o -c /work/main/src/sched/worker.c
 
 src/CMakeFiles/xfiber_objects.dir/sched/worker.c.i: cmake_force
@@ -197,7 +239,7 @@ src/CMakeFiles/xfiber_objects.dir/sched/worker.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o: /work/main/src/sync/chan.c
 src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_10) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_13) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sync/chan.c.o -MF CMakeFiles/xfiber_objects.dir/sync/chan.c.o.d -o CMakeFiles/xfiber_objects.dir/sync/chan.c.o -c /work/main/src/sync/chan.c
 
 src/CMakeFiles/xfiber_objects.dir/sync/chan.c.i: cmake_force
@@ -211,7 +253,7 @@ src/CMakeFiles/xfiber_objects.dir/sync/chan.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o: /work/main/src/sync/cond.c
 src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_11) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_14) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sync/cond.c.o -MF CMakeFiles/xfiber_objects.dir/sync/cond.c.o.d -o CMakeFiles/xfiber_objects.dir/sync/cond.c.o -c /work/main/src/sync/cond.c
 
 src/CMakeFiles/xfiber_objects.dir/sync/cond.c.i: cmake_force
@@ -225,7 +267,7 @@ src/CMakeFiles/xfiber_objects.dir/sync/cond.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o: /work/main/src/sync/mutex.c
 src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_12) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_15) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.o -MF CMakeFiles/xfiber_objects.dir/sync/mutex.c.o.d -o CMakeFiles/xfiber_objects.dir/sync/mutex.c.o -c /work/main/src/sync/mutex.c
 
 src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.i: cmake_force
@@ -239,7 +281,7 @@ src/CMakeFiles/xfiber_objects.dir/sync/mutex.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o: /work/main/src/sync/sem.c
 src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_13) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_16) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sync/sem.c.o -MF CMakeFiles/xfiber_objects.dir/sync/sem.c.o.d -o CMakeFiles/xfiber_objects.dir/sync/sem.c.o -c /work/main/src/sync/sem.c
 
 src/CMakeFiles/xfiber_objects.dir/sync/sem.c.i: cmake_force
@@ -253,7 +295,7 @@ src/CMakeFiles/xfiber_objects.dir/sync/sem.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o: /work/main/src/sync/waitq.c
 src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_14) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_17) "Building C object src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.o -MF CMakeFiles/xfiber_objects.dir/sync/waitq.c.o.d -o CMakeFiles/xfiber_objects.dir/sync/waitq.c.o -c /work/main/src/sync/waitq.c
 
 src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.i: cmake_force
@@ -267,7 +309,7 @@ src/CMakeFiles/xfiber_objects.dir/sync/waitq.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o: /work/main/src/xstate/discover.c
 src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_15) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_18) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.o -MF CMakeFiles/xfiber_objects.dir/xstate/discover.c.o.d -o CMakeFiles/xfiber_objects.dir/xstate/discover.c.o -c /work/main/src/xstate/discover.c
 
 src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.i: cmake_force
@@ -281,7 +323,7 @@ src/CMakeFiles/xfiber_objects.dir/xstate/discover.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o: /work/main/src/xstate/engine_nofp.c
 src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_16) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_19) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -MD -MT src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o -MF CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o.d -o CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.o -c /work/main/src/xstate/engine_nofp.c
 
 src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.i: cmake_force
@@ -295,7 +337,7 @@ src/CMakeFiles/xfiber_objects.dir/xstate/engine_nofp.c.s: cmake_force
 src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o: /work/main/src/xstate/regs.c
 src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_17) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_20) "Building C object src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.o -MF CMakeFiles/xfiber_objects.dir/xstate/regs.c.o.d -o CMakeFiles/xfiber_objects.dir/xstate/regs.c.o -c /work/main/src/xstate/regs.c
 
 src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.i: cmake_force
@@ -308,7 +350,7 @@ src/CMakeFiles/xfiber_objects.dir/xstate/regs.c.s: cmake_force
 
 src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.o: /work/main/src/xstate/regs_x86_64_sysv_elf_gas.S
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_18) "Building ASM object src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_21) "Building ASM object src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.o"
 	cd /work/main/build/src && /usr/bin/cc $(ASM_DEFINES) $(ASM_INCLUDES) $(ASM_FLAGS) -o CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.o -c /work/main/src/xstate/regs_x86_64_sysv_elf_gas.S
 
 src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.i: cmake_force
@@ -321,7 +363,7 @@ src/CMakeFiles/xfiber_objects.dir/xstate/regs_x86_64_sysv_elf_gas.S.s: cmake_for
 
 src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o: /work/main/src/xstate/xsave_x86_64_sysv_elf_gas.S
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_19) "Building ASM object src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_22) "Building ASM object src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o"
 	cd /work/main/build/src && /usr/bin/cc $(ASM_DEFINES) $(ASM_INCLUDES) $(ASM_FLAGS) -o CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.o -c /work/main/src/xstate/xsave_x86_64_sysv_elf_gas.S
 
 src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.i: cmake_force
@@ -335,7 +377,7 @@ src/CMakeFiles/xfiber_objects.dir/xstate/xsave_x86_64_sysv_elf_gas.S.s: cmake_fo
 src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o: src/CMakeFiles/xfiber_objects.dir/flags.make
 src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o: generated/build_info.c
 src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o: src/CMakeFiles/xfiber_objects.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_20) "Building C object src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_23) "Building C object src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o"
 	cd /work/main/build/src && /usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o -MF CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o.d -o CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.o -c /work/main/build/generated/build_info.c
 
 src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.i: cmake_force
@@ -349,6 +391,9 @@ src/CMakeFiles/xfiber_objects.dir/__/generated/build_info.c.s: cmake_force
 xfiber_objects: src/CMakeFiles/xfiber_objects.dir/arch/context.c.o
 xfiber_objects: src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.o
 xfiber_objects: src/CMakeFiles/xfiber_objects.dir/common/version.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.o
+xfiber_objects: src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o
 xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o
 xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o
 xfiber_objects: src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o

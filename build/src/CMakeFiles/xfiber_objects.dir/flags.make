@@ -15,6 +15,12 @@ C_INCLUDES = -I/work/main/include -I/work/main/src
 
 C_FLAGS = -O2 -g -DNDEBUG -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing -Werror -fvisibility=hidden -std=gnu11
 
+# Custom options: src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
+# Custom options: src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
+
 # Custom options: src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns
 
 # Custom options: src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o_OPTIONS = -mgeneral-regs-only;-fno-tree-loop-distribute-patterns

@@ -77,6 +77,9 @@ xfiber_static_EXTERNAL_OBJECTS = \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/arch/context.c.o" \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.o" \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/common/version.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.o" \
+"/work/main/build/src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o" \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o" \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o" \
 "/work/main/build/src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o" \
@@ -98,6 +101,9 @@ xfiber_static_EXTERNAL_OBJECTS = \
 src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/arch/context.c.o
 src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/arch/switch_x86_64_sysv_elf_gas.S.o
 src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/common/version.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/preempt/signal.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/preempt/stats.c.o
+src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/preempt/ticker.c.o
 src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sched/fiber.c.o
 src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sched/runtime.c.o
 src/libxfiber.a: src/CMakeFiles/xfiber_objects.dir/sched/schedule.c.o

@@ -1,0 +1,96 @@
+/*
+ * preempt.h - the soft preemption mask, and the preemption machinery's
+ * private interface.
+ *
+ * The mask is one 32-bit word per thread, after Caladan's preempt_cnt:
+ *
+ *   bit 31  XF_PREEMPT_NOT_PENDING: set while no preemption waits
+ *   0..30   nesting depth of xf__preempt_disable()
+ *
+ * disable adds 1; enable subtracts 1 and branches to the slow path only when
+ * the word reaches 0 - nesting back to zero *and* a preemption pending (bit
+ * 31 clear).  A preemption signal that finds the word's nesting non-zero
+ * clears bit 31 and returns; the enable that ends the critical section then
+ * yields.  Both fast paths are one instruction on %fs-relative memory; a
+ * signal cannot split it, and only this thread and its signal handlers
+ * touch the word.
+ *
+ * Every context switch happens at nesting 1 (the scheduler's own disable)
+ * plus whatever the fiber's code had, and the word is saved and restored
+ * with the fiber (switch_to), so a fiber never inherits another's nesting.
+ */
+#ifndef XF_PREEMPT_PREEMPT_H
+#define XF_PREEMPT_PREEMPT_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#define XF_PREEMPT_NOT_PENDING 0x80000000u
+#define XF_PREEMPT_NESTING 0x7fffffffu
+
+extern __thread uint32_t xf__preempt_word
+	__attribute__((visibility("hidden"), tls_model("initial-exec")));
+
+static inline void xf__preempt_disable(void)
+{
+	__asm__ volatile("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
+			 "addl $1, %%fs:(%%rax)" ::
+				 : "rax", "memory", "cc");
+}
+
+/* Takes a pending preemption: a voluntary yield. */
+void xf__preempt_slow(void);
+
+static inline void xf__preempt_enable(void)
+{
+	__asm__ goto("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
+		     "subl $1, %%fs:(%%rax)\n\t"
+		     "jz %l[slow]" ::
+			     : "rax", "memory", "cc"
+			     : slow);
+	return;
+slow:
+	xf__preempt_slow();
+}
+
+/* Ends a critical section without taking a pending preemption (the caller
+ * is about to switch or return from the handler anyway). */
+static inline void xf__preempt_enable_no_resched(void)
+{
+	__asm__ volatile("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
+			 "subl $1, %%fs:(%%rax)" ::
+				 : "rax", "memory", "cc");
+}
+
+static inline uint32_t xf__preempt_word_get(void)
+{
+	uint32_t v;
+
+	__asm__ volatile("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
+			 "movl %%fs:(%%rax), %0"
+			 : "=r"(v)::"rax", "memory");
+	return v;
+}
+
+static inline void xf__preempt_word_set(uint32_t v)
+{
+	__asm__ volatile("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
+			 "movl %0, %%fs:(%%rax)" ::"r"(v)
+			 : "rax", "memory");
+}
+
+/* The signal that carries preemption. */
+#define XF_PREEMPT_SIGNAL SIGURG
+
+struct xf__worker;
+
+/* signal.c */
+int xf__preempt_install(void);  /* handlers, unsafe text ranges; once per xf_init */
+void xf__preempt_uninstall(void);
+void xf__preempt_worker_enter(struct xf__worker *w); /* on the worker's thread */
+
+/* ticker.c */
+int xf__ticker_start(void);
+void xf__ticker_stop(void);
+
+#endif

@@ -1,0 +1,39 @@
+/* stats.c - xf_stats_get: the per-worker counters, summed. */
+#include <errno.h>
+#include <string.h>
+
+#include "sched/sched.h"
+
+#define FIELDS(X)                                                                  \
+	X(switches)                                                                \
+	X(preemptions)                                                             \
+	X(preemptions_deferred)                                                    \
+	X(preemption_ticks_idle)                                                   \
+	X(xsaves)                                                                  \
+	X(xrstors)                                                                 \
+	X(state_copies_avoided)                                                    \
+	X(tiles_released)                                                          \
+	X(frame_xstate_bytes)
+
+_Static_assert(sizeof(xf_worker_stats) == 9 * sizeof(uint64_t),
+	       "a counter added to xf_worker_stats must be added to FIELDS too");
+
+int xf_stats_get(xf_stats *out)
+{
+	if (!out)
+		return EINVAL;
+	if (!atomic_load(&xf__rt.running))
+		return EPERM;
+	memset(out, 0, sizeof(*out));
+	out->nr_workers = xf__rt.nr_workers;
+	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
+		const xf_worker_stats *s = &xf__rt.workers[i].stats;
+		xf_worker_stats *o = &out->workers[i];
+#define COPY(f)                                                                    \
+	o->f = __atomic_load_n(&s->f, __ATOMIC_RELAXED);                           \
+	out->total.f += o->f;
+		FIELDS(COPY)
+#undef COPY
+	}
+	return 0;
+}
