@@ -192,21 +192,31 @@ static void check_frame(const struct xf_fiber *f, const ucontext_t *uc)
 	(void)base;
 }
 
+/* The handler's own code is in a section of its own: a second preemption
+ * signal that lands in it before the disable or after the enable must not
+ * switch, or the first frame would return on a worker it was not fixed for. */
+#define HANDLER_TEXT __attribute__((section("xf_preempt_handler_text"), noinline))
+extern const char __start_xf_preempt_handler_text[], __stop_xf_preempt_handler_text[];
+
 static bool must_defer(struct xf__worker *w, const ucontext_t *uc)
 {
+	const uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	uint64_t mask;
 
 	(void)w;
-	if (rip_unsafe((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
+	if (rip >= (uintptr_t)__start_xf_preempt_handler_text &&
+	    rip < (uintptr_t)__stop_xf_preempt_handler_text)
+		return true;
+	if (rip_unsafe(rip))
 		return true;
 	memcpy(&mask, &uc->uc_sigmask, sizeof(mask));
 	return mask != xf__rt.base_sigmask;
 }
 
-static void preempt_handler(int sig, siginfo_t *si, void *ucv)
+static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
-	struct xf__worker *w = xf__this_worker();
+	struct xf__worker *w = xf__this_worker(), *preempted_on;
 	struct xf_fiber *f;
 	uint32_t word;
 	uint64_t switches;
@@ -234,15 +244,18 @@ static void preempt_handler(int sig, siginfo_t *si, void *ucv)
 	f = w->current;
 	switches = w->stats.switches;
 	f->preempted = true;
+	preempted_on = w;
 	xf__schedule(w, XF_PREV_REQUEUE);
 	w = xf__this_worker(); /* perhaps another worker now */
-	if (w->stats.switches == switches) {
+	if (w == preempted_on && w->stats.switches == switches) {
 		XF_STAT_INC(w, preemption_ticks_idle, 1); /* nothing else to run */
 	} else {
 		check_frame(f, uc);
 		XF_STAT_INC(w, preemptions, 1);
 		XF_STAT_INC(w, state_copies_avoided, 1);
 		XF_STAT_INC(w, frame_xstate_bytes, frame_xstate_bytes(uc));
+		if (w != preempted_on)
+			XF_STAT_INC(w, preempted_migrations, 1);
 		if (uc->uc_stack.ss_sp != w->altstack) {
 			uc->uc_stack.ss_sp = w->altstack;
 			uc->uc_stack.ss_size = w->altstack_size;

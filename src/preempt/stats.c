@@ -12,10 +12,11 @@
 	X(xsaves)                                                                  \
 	X(xrstors)                                                                 \
 	X(state_copies_avoided)                                                    \
+	X(preempted_migrations)                                                    \
 	X(tiles_released)                                                          \
 	X(frame_xstate_bytes)
 
-_Static_assert(sizeof(xf_worker_stats) == 9 * sizeof(uint64_t),
+_Static_assert(sizeof(xf_worker_stats) == 10 * sizeof(uint64_t),
 	       "a counter added to xf_worker_stats must be added to FIELDS too");
 
 int xf_stats_get(xf_stats *out)

@@ -13,6 +13,12 @@
  *    REFERENCE.md).
  * While every worker is idle the ticker sleeps ten times longer.
  *
+ * It also balances busy workers, as the kernel's periodic load balancer
+ * does: when one worker's queue is longer than another's by two or more, it
+ * files a steal request for the shorter one.  The longer one answers at its
+ * next scheduling point - the preemption this tick may send - with half the
+ * difference, preempted fibers (frames and all) included.
+ *
  * Between a slice and a slice and a half passes before a fiber is
  * preempted.  A preemption deferred at a safe point is re-sent every tick
  * until the fiber switches.
@@ -71,6 +77,28 @@ static bool tick(uint64_t now, uint64_t slice_ns, pid_t pid)
 	return busy;
 }
 
+static void balance(void)
+{
+	struct xf__worker *longest = NULL, *shortest = NULL;
+	unsigned most = 0, least = ~0u;
+
+	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
+		struct xf__worker *w = &xf__rt.workers[i];
+		unsigned n = atomic_load_explicit(&w->nr_queued, memory_order_relaxed);
+
+		if (n > most || !longest) {
+			most = n;
+			longest = w;
+		}
+		if (n < least || !shortest) {
+			least = n;
+			shortest = w;
+		}
+	}
+	if (longest != shortest && most >= least + 2)
+		xf__steal_request(shortest, longest);
+}
+
 static void *ticker_main(void *arg)
 {
 	const uint64_t slice_ns = (uint64_t)xf__rt.slice_us * 1000u;
@@ -87,6 +115,7 @@ static void *ticker_main(void *arg)
 		uint32_t seen = atomic_load(&ticker.wake);
 
 		syscall(SYS_futex, &ticker.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		balance();
 		busy = tick(xf__now_ns(), slice_ns, pid);
 	}
 	return NULL;

@@ -331,5 +331,8 @@ _Noreturn void xf__idle_loop(struct xf__worker *w);
 void xf__switch_from_idle(struct xf__worker *w, struct xf_fiber *next);
 void xf__worker_kick(struct xf__worker *w); /* wake it if parked */
 void xf__maybe_wake_idle(struct xf__worker *w);
+/* Asks victim to hand thief half the difference of their queues, at its
+ * next scheduling point.  False if either already has a request out. */
+bool xf__steal_request(struct xf__worker *thief, struct xf__worker *victim);
 
 #endif

@@ -91,7 +91,10 @@ static void answer_steal_request(struct xf__worker *w)
 	if (!req)
 		return;
 	thief = &xf__rt.workers[req - 1];
-	give_nr = (w->runq.len + 1) / 2;
+	/* Half the difference: all of an idle thief's share, and no
+	 * ping-pong between two busy workers. */
+	give_nr = w->runq.len - atomic_load_explicit(&thief->nr_queued, memory_order_relaxed);
+	give_nr = (int)give_nr > 0 ? (give_nr + 1) / 2 : 0;
 	while ((f = xf__fifo_pop(&w->runq))) {
 		if (give.len < give_nr && !(f->flags & XF_FIBER_F_PINNED))
 			xf__fifo_push(&give, f);
@@ -131,11 +134,27 @@ void xf__runq_poll_slow(struct xf__worker *w)
 		answer_steal_request(w);
 }
 
-/* Asks the busiest-looking other worker for work; one request at a time. */
+bool xf__steal_request(struct xf__worker *thief, struct xf__worker *victim)
+{
+	unsigned expected = 0;
+	int not_pending = 0;
+
+	/* One request per thief at a time; the victim's answer clears it. */
+	if (!atomic_compare_exchange_strong(&thief->steal_pending, &not_pending, 1))
+		return false;
+	if (atomic_compare_exchange_strong_explicit(&victim->steal_request, &expected,
+						    thief->id + 1, memory_order_release,
+						    memory_order_relaxed))
+		return true;
+	atomic_store(&thief->steal_pending, 0);
+	return false;
+}
+
+/* Asks the busiest-looking other worker for work. */
 static void request_work(struct xf__worker *w)
 {
 	struct xf__worker *victim = NULL;
-	unsigned best = 0, expected = 0;
+	unsigned best = 0;
 
 	if (atomic_load_explicit(&w->steal_pending, memory_order_acquire))
 		return;
@@ -148,11 +167,8 @@ static void request_work(struct xf__worker *w)
 			victim = v;
 		}
 	}
-	if (!victim)
-		return;
-	if (atomic_compare_exchange_strong_explicit(&victim->steal_request, &expected, w->id + 1,
-						    memory_order_release, memory_order_relaxed))
-		atomic_store_explicit(&w->steal_pending, 1, memory_order_relaxed);
+	if (victim)
+		xf__steal_request(w, victim);
 }
 
 /* Everything an idle worker checks before it may sleep. */
