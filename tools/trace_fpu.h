@@ -49,7 +49,7 @@ struct xf_fpu_counts {
 	uint64_t no_load_registers_valid;   /* stints that returned to user space without a load */
 	uint64_t no_load_not_returned;	    /* stints that never returned to user space */
 	uint64_t switches_unclassified;	    /* stints whose start was not seen */
-	uint64_t drops;			    /* x86_fpu_dropped: registers given up (exit, exec) */
+	uint64_t drops;			    /* x86_fpu_dropped: registers given up at exit */
 	uint64_t bytes_saved, bytes_loaded; /* register bytes the saves wrote, the loads read */
 	uint64_t saves_with_avx512;	    /* saves whose xfeatures hold any AVX-512 component */
 	uint64_t saves_with_amx;	    /* saves whose xfeatures hold TILECFG or TILEDATA */

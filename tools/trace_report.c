@@ -109,7 +109,7 @@ void xf_trace_report_text(FILE *out, const struct xf_trace_report *r)
 		c->no_load_not_returned, c->switches_with_load, c->switches_unclassified);
 	fprintf(out, "  saves with AVX-512   %9" PRIu64 "\n  saves with AMX       %9" PRIu64 "\n",
 		c->saves_with_avx512, c->saves_with_amx);
-	fprintf(out, "  registers dropped    %9" PRIu64 "  (exit, exec)\n", c->drops);
+	fprintf(out, "  registers dropped    %9" PRIu64 "  (at exit)\n", c->drops);
 
 	fprintf(out, "\nsaves by xfeatures (the components each save wrote)\n");
 	fprintf(out, "  %-12s %9s %11s %14s  %s\n", "xfeatures", "saves", "bytes/save", "bytes",
