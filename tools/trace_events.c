@@ -14,12 +14,10 @@ static const struct {
 } fpu_kinds[] = {
     {"x86_fpu_regs_activated", XF_EV_REGS_ACTIVATED},
     {"x86_fpu_regs_deactivated", XF_EV_REGS_DEACTIVATED},
-    {"x86_fpu_before_save", XF_EV_BEFORE_SAVE},
     {"x86_fpu_after_save", XF_EV_AFTER_SAVE},
     {"x86_fpu_copy_dst", XF_EV_COPY_DST},
     {"x86_fpu_dropped", XF_EV_DROPPED},
     {"x86_fpu_after_restore", XF_EV_AFTER_RESTORE},
-    {"x86_fpu_xstate_check_failed", XF_EV_XSTATE_CHECK_FAILED},
 };
 
 /* The field a format line declares, e.g. "\tfield:char prev_comm[16];\toffset:8;\tsize:16;". */

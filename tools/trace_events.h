@@ -14,17 +14,15 @@
 #include <stdint.h>
 
 enum xf_trace_kind {
-	XF_EV_SCHED_SWITCH,	   /* sched:sched_switch */
-	XF_EV_TASK_NEWTASK,	   /* task:task_newtask (who forked whom, and CLONE_THREAD) */
-	XF_EV_REGS_ACTIVATED,	   /* x86_fpu_regs_activated */
-	XF_EV_REGS_DEACTIVATED,	   /* x86_fpu_regs_deactivated */
-	XF_EV_BEFORE_SAVE,	   /* x86_fpu_before_save */
-	XF_EV_AFTER_SAVE,	   /* x86_fpu_after_save */
-	XF_EV_COPY_DST,		   /* x86_fpu_copy_dst */
-	XF_EV_DROPPED,		   /* x86_fpu_dropped */
-	XF_EV_AFTER_RESTORE,	   /* x86_fpu_after_restore (kernels before 5.2) */
-	XF_EV_XSTATE_CHECK_FAILED, /* x86_fpu_xstate_check_failed */
-	XF_EV_FPU_OTHER,	   /* any other x86_fpu event: counted, not interpreted */
+	XF_EV_SCHED_SWITCH,	/* sched:sched_switch */
+	XF_EV_TASK_NEWTASK,	/* task:task_newtask (who forked whom, and CLONE_THREAD) */
+	XF_EV_REGS_ACTIVATED,	/* x86_fpu_regs_activated */
+	XF_EV_REGS_DEACTIVATED, /* x86_fpu_regs_deactivated */
+	XF_EV_AFTER_SAVE,	/* x86_fpu_after_save */
+	XF_EV_COPY_DST,		/* x86_fpu_copy_dst */
+	XF_EV_DROPPED,		/* x86_fpu_dropped */
+	XF_EV_AFTER_RESTORE,	/* x86_fpu_after_restore (kernels before 5.2) */
+	XF_EV_FPU_OTHER,	/* any other x86_fpu event: recorded, not interpreted */
 };
 
 struct xf_trace_field {

@@ -183,13 +183,6 @@ long xf_tracefs_read(const char *base, const char *rel, char *buf, size_t size)
 	return (long)used;
 }
 
-bool xf_tracefs_exists(const char *base, const char *rel)
-{
-	char path[PATH_MAX];
-
-	return join(path, sizeof(path), base, rel) == 0 && access(path, F_OK) == 0;
-}
-
 int xf_tracefs_close(struct xf_tracefs *fs)
 {
 	int ret = 0;

@@ -40,9 +40,6 @@ int xf_tracefs_write(const struct xf_tracefs *fs, const char *rel, const char *v
  * the length or -1.  Quiet: a missing file is a normal answer here. */
 long xf_tracefs_read(const char *base, const char *rel, char *buf, size_t size);
 
-/* True if base/rel exists. */
-bool xf_tracefs_exists(const char *base, const char *rel);
-
 /* Stops tracing in the instance, removes it, and unmounts tracefs if we
  * mounted it.  Safe to call more than once and after a partial setup;
  * reports what it could not undo.  Returns 0 if everything was undone. */
