@@ -256,11 +256,8 @@ static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 		XF_STAT_INC(w, frame_xstate_bytes, frame_xstate_bytes(uc));
 		if (w != preempted_on)
 			XF_STAT_INC(w, preempted_migrations, 1);
-		if (uc->uc_stack.ss_sp != w->altstack) {
-			uc->uc_stack.ss_sp = w->altstack;
-			uc->uc_stack.ss_size = w->altstack_size;
-			uc->uc_stack.ss_flags = w->altstack ? 0 : SS_DISABLE;
-		}
+		if (uc->uc_stack.ss_sp != w->sigaltstack.ss_sp)
+			uc->uc_stack = w->sigaltstack;
 	}
 	f->preempted = false;
 	xf__preempt_enable_no_resched();
@@ -354,6 +351,9 @@ void xf__preempt_uninstall(void)
 void xf__preempt_worker_enter(struct xf__worker *w)
 {
 	w->tid = (pid_t)syscall(SYS_gettid);
+	/* What sigreturn must leave this thread with (see the handler). */
+	sigaltstack(NULL, &w->sigaltstack);
+	w->sigaltstack.ss_flags &= ~SS_ONSTACK;
 }
 
 /* --- the soft mask's public face and slow path --- */

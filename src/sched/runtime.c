@@ -56,7 +56,6 @@ static void worker_enter(struct xf__worker *w)
 	xf__tls_worker = w;
 	w->errno_ptr = &errno;
 	w->thread = pthread_self();
-	xf__preempt_worker_enter(w);
 }
 
 static void *worker_thread(void *arg)
@@ -70,6 +69,7 @@ static void *worker_thread(void *arg)
 	/* Without the alternate stack a stack overflow on this worker dies
 	 * unexplained, but it still dies: go on. */
 	xf__overflow_handler_install(w);
+	xf__preempt_worker_enter(w);
 	xf__worker_run(w); /* until the runtime stops */
 	xf__overflow_handler_remove(w);
 	xf__tls_worker = NULL;
@@ -168,6 +168,7 @@ static int start(const xf_config *cfg)
 	err = xf__overflow_handler_install(w0);
 	if (err)
 		goto fail;
+	xf__preempt_worker_enter(w0);
 
 	/* Workers 1..n-1 get their scheduler contexts before any thread runs,
 	 * so none can see a half-made neighbour. */

@@ -25,6 +25,7 @@
 #define XF_SCHED_SCHED_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -163,8 +164,8 @@ struct xf__worker {
 
 	pthread_t thread;
 	pid_t tid;
-	void *altstack; /* for the stack-overflow report */
-	size_t altstack_size;
+	void *altstack; /* ours, for the stack-overflow report, or NULL */
+	stack_t sigaltstack; /* the thread's alternate stack as set up (ours or a sanitizer's) */
 
 	/* Counters: written by the owner only, read relaxed by xf_stats_get. */
 	xf_worker_stats stats __attribute__((aligned(64)));

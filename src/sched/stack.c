@@ -257,7 +257,6 @@ int xf__overflow_handler_install(struct xf__worker *w)
 		w->altstack = NULL;
 		return ENOMEM;
 	}
-	w->altstack_size = size;
 	ss = (stack_t){.ss_sp = w->altstack, .ss_size = size};
 	if (sigaltstack(&ss, NULL))
 		return errno;

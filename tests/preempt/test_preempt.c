@@ -268,6 +268,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < SPINNERS; i++) {
 		CHECK_ERR(xf_join(f[i], NULL), 0);
 		migrated += __builtin_popcount(sp[i].workers_seen) > 1;
+		free(sp[i].want);
+		free(sp[i].got);
 	}
 	for (int i = 0; i < ERRNO_FIBERS; i++)
 		CHECK_ERR(xf_join(ef[i], NULL), 0);
@@ -275,6 +277,7 @@ int main(int argc, char **argv)
 		pthread_join(sender, NULL);
 	CHECK_ERR(xf_stats_get(&st), 0);
 	CHECK_ERR(xf_shutdown(), 0);
+	free(garbage);
 
 	printf("class %s, mode %s, slice %u us: %lu preemptions (%lu deferred, %lu idle ticks), "
 	       "%lu resumed from their frame, %lu on another worker, %lu frame bytes, "
