@@ -208,6 +208,7 @@ typedef struct xf_config {
 	unsigned slice_us; /* preemption time slice; 0 = XF_SLICE_US_DEFAULT */
 	bool amx;          /* request AMX permission and size stacks for AMX frames */
 	unsigned spin_us;  /* how long an idle worker spins before it sleeps; 0 = default */
+	bool cooperative;  /* no time slices: fibers switch only when they call the runtime */
 } xf_config;
 
 /* Bytes of stack for user frames.  The runtime adds room for one kernel

@@ -191,9 +191,12 @@ static int start(const xf_config *cfg)
 		if (err)
 			goto fail_threads;
 	}
-	err = xf__ticker_start();
-	if (err)
-		goto fail_threads;
+	xf__rt.preempt_enabled = !cfg->cooperative;
+	if (xf__rt.preempt_enabled) {
+		err = xf__ticker_start();
+		if (err)
+			goto fail_threads;
+	}
 	return 0;
 
 fail_threads:

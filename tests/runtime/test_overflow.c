@@ -48,7 +48,12 @@ int main(void)
 		_exit(0); /* reached only if the overflow went unnoticed */
 	}
 	close(pipefd[1]);
-	n = read(pipefd[0], out, sizeof(out) - 1);
+	n = 0;
+	for (ssize_t r; n < (ssize_t)sizeof(out) - 1; n += r) {
+		r = read(pipefd[0], out + n, sizeof(out) - 1 - (size_t)n);
+		if (r <= 0)
+			break;
+	}
 	waitpid(pid, &status, 0);
 	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
 		xf_test_fail("child did not abort (status 0x%x); it printed: %s", status, out);
