@@ -116,8 +116,13 @@ static int add_object_text(struct dl_phdr_info *info)
 /* Objects that may hold locks another fiber on the same thread needs. */
 static int add_system_objects(struct dl_phdr_info *info, size_t size, void *data)
 {
-	static const char *const names[] = {"/libc.so",     "/ld-linux",   "/libpthread.so",
-					    "/libgcc_s.so", "/libstdc++.so", "/libxfiber.so"};
+	/* libc, the loader, the unwinder, the C++ runtime, ourselves, and the
+	 * sanitizer runtimes, whose allocators keep per-thread caches. */
+	static const char *const names[] = {
+		"/libc.so",     "/ld-linux",   "/libpthread.so", "/libgcc_s.so",
+		"/libstdc++.so", "/libxfiber.so", "/libasan.so",    "/libubsan.so",
+		"/libtsan.so",   "/liblsan.so",
+	};
 	(void)size;
 	(void)data;
 	for (size_t i = 0; i < XF_ARRAY_SIZE(names); i++) {
