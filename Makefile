@@ -25,7 +25,7 @@ check: all
 bench:
 	$(CMAKE) -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release
 	$(CMAKE) --build $(BENCH_BUILD) -j $(JOBS)
-	$(BENCH_BUILD)/tools/xfiber info --costs
+	$(BENCH_BUILD)/tools/xfiber bench all --json=$(BENCH_BUILD)/bench.json
 
 clean:
 	rm -rf $(BUILD) $(BENCH_BUILD) $(ASAN_BUILD)

@@ -1,0 +1,3 @@
+module xfiber/bench/go
+
+go 1.21
