@@ -14,7 +14,7 @@
 #include "bench_stats.h"
 
 /* The samples of a row as stats; false if it has none. */
-static bool row_stats(const struct xf_jv *row, struct xf_stats *st)
+static bool row_stats(const struct xf_jv *row, struct xf_bench_summary *st)
 {
 	const struct xf_jv *s = xf_jv_get(row, "samples");
 	double *v;
@@ -30,7 +30,7 @@ static bool row_stats(const struct xf_jv *row, struct xf_stats *st)
 		if (s->items[i].type == XF_JV_NUMBER)
 			v[n++] = s->items[i].number;
 	}
-	xf_stats_summary(v, n, st);
+	xf_bench_summarize(v, n, st);
 	free(v);
 	return n > 0;
 }
@@ -93,7 +93,7 @@ static void compare_row(const struct xf_jv *ra, const struct xf_jv *rb, bool hig
 			double alpha, int name_w)
 {
 	const char *name = xf_jv_str(ra, "name", "?");
-	struct xf_stats a, b;
+	struct xf_bench_summary a, b;
 	struct xf_welch t;
 	bool have_a = row_stats(ra, &a), have_b = row_stats(rb, &b), ok;
 	int dec;

@@ -121,12 +121,12 @@ void xf_bench_print_table(FILE *out, const struct xf_bench_opts *o,
 	const struct xf_bench_workload *w = plan->workload;
 	const struct xf_bench_row *base = xf_bench_baseline_row(plan, o->baseline);
 	const struct layout l = layout_of(plan);
-	struct xf_stats bst = {0};
+	struct xf_bench_summary bst = {0};
 	char speedup_head[80];
 	int width;
 
 	if (base)
-		xf_stats_summary(base->samples, base->nsamples, &bst);
+		xf_bench_summarize(base->samples, base->nsamples, &bst);
 	snprintf(speedup_head, sizeof(speedup_head), "%%speedup vs %s",
 		 base ? base->name : "(none)");
 	fprintf(out, "\n%s: %s [%s]\n", w->name, w->what, w->unit);
@@ -138,7 +138,7 @@ void xf_bench_print_table(FILE *out, const struct xf_bench_opts *o,
 	fputc('\n', out);
 	for (unsigned i = 0; i < plan->nrows; i++) {
 		const struct xf_bench_row *row = &plan->rows[i];
-		struct xf_stats st;
+		struct xf_bench_summary st;
 		double sp;
 
 		if (!row->nsamples) {
@@ -146,7 +146,7 @@ void xf_bench_print_table(FILE *out, const struct xf_bench_opts *o,
 				row->pinning, row->skip[0] ? row->skip : "not run");
 			continue;
 		}
-		xf_stats_summary(row->samples, row->nsamples, &st);
+		xf_bench_summarize(row->samples, row->nsamples, &st);
 		sp = base ? xf_bench_speedup(st.mean, bst.mean, w->higher_is_better) : NAN;
 		fprintf(out, "%*s | %*s | %*.*f | %*.*f | %*.*f | %*.*f | %*.2f | %s\n", l.name,
 			row->name, l.pin, row->pinning, l.num, l.decimals, st.mean, l.num,
@@ -157,9 +157,9 @@ void xf_bench_print_table(FILE *out, const struct xf_bench_opts *o,
 
 static void json_stats(struct xf_json *j, const struct xf_bench_row *row)
 {
-	struct xf_stats st;
+	struct xf_bench_summary st;
 
-	xf_stats_summary(row->samples, row->nsamples, &st);
+	xf_bench_summarize(row->samples, row->nsamples, &st);
 	xf_json_begin_object(j, "stats");
 	xf_json_uint(j, "n", st.n);
 	xf_json_double(j, "mean", st.mean);

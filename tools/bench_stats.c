@@ -7,7 +7,7 @@
 #include "bench_stats.h"
 #include "tsc.h"
 
-void xf_stats_summary(const double *v, size_t n, struct xf_stats *out)
+void xf_bench_summarize(const double *v, size_t n, struct xf_bench_summary *out)
 {
 	double sum = 0, ss = 0;
 	double *sorted;
@@ -128,7 +128,7 @@ double xf_student_t_quantile(double p, double df)
 	return lo + (hi - lo) / 2;
 }
 
-int xf_welch_test(const struct xf_stats *a, const struct xf_stats *b, double level,
+int xf_welch_test(const struct xf_bench_summary *a, const struct xf_bench_summary *b, double level,
 		  struct xf_welch *out)
 {
 	double va, vb, se2, diff;

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-struct xf_stats {
+struct xf_bench_summary {
 	size_t n;
 	double mean;
 	double stddev; /* sample standard deviation (n - 1); 0 when n < 2 */
@@ -18,7 +18,7 @@ struct xf_stats {
 };
 
 /* Summarizes v[0..n-1]; v is left untouched.  All zeros when n is 0. */
-void xf_stats_summary(const double *v, size_t n, struct xf_stats *out);
+void xf_bench_summarize(const double *v, size_t n, struct xf_bench_summary *out);
 
 struct xf_welch {
 	double t;	/* (mean_b - mean_a) / standard error */
@@ -31,7 +31,7 @@ struct xf_welch {
 /* Welch's unequal-variance t-test of b against a; level is the confidence
  * level of the interval (e.g. 0.95).  Returns 0, or -1 when a test is not
  * possible (n < 2 on a side): then p and the interval are NaN. */
-int xf_welch_test(const struct xf_stats *a, const struct xf_stats *b, double level,
+int xf_welch_test(const struct xf_bench_summary *a, const struct xf_bench_summary *b, double level,
 		  struct xf_welch *out);
 
 /* The regularized incomplete beta function I_x(a, b), a, b > 0, 0 <= x <= 1. */

@@ -23,11 +23,11 @@ static void test_summary(void)
 	const double odd[] = {3, 1, 2};
 	const double one[] = {42};
 	double copy[8];
-	struct xf_stats s;
+	struct xf_bench_summary s;
 
 	for (int i = 0; i < 8; i++)
 		copy[i] = v[i];
-	xf_stats_summary(copy, 8, &s);
+	xf_bench_summarize(copy, 8, &s);
 	CHECK(s.n == 8);
 	CLOSE(s.mean, 5, 1e-12);
 	CLOSE(s.stddev, sqrt(32.0 / 7.0), 1e-12); /* sample (n - 1) deviation */
@@ -36,13 +36,13 @@ static void test_summary(void)
 	CLOSE(s.max, 9, 0);
 	for (int i = 0; i < 8; i++)
 		CHECK(copy[i] == v[i]); /* the input is left as it was */
-	xf_stats_summary(odd, 3, &s);
+	xf_bench_summarize(odd, 3, &s);
 	CLOSE(s.median, 2, 0);
 	CLOSE(s.stddev, 1, 1e-12);
-	xf_stats_summary(one, 1, &s);
+	xf_bench_summarize(one, 1, &s);
 	CLOSE(s.mean, 42, 0);
 	CLOSE(s.stddev, 0, 0);
-	xf_stats_summary(one, 0, &s);
+	xf_bench_summarize(one, 0, &s);
 	CHECK(s.n == 0 && s.mean == 0);
 }
 
@@ -88,11 +88,11 @@ static void test_welch(void)
 	const double b2[] = {10.9, 11.4, 10.7, 11.8, 11.1, 10.6};
 	const double same[] = {5, 5, 5};
 	const double other[] = {6, 6, 6};
-	struct xf_stats sa, sb;
+	struct xf_bench_summary sa, sb;
 	struct xf_welch w;
 
-	xf_stats_summary(a, 15, &sa);
-	xf_stats_summary(b, 15, &sb);
+	xf_bench_summarize(a, 15, &sa);
+	xf_bench_summarize(b, 15, &sb);
 	CHECK(xf_welch_test(&sa, &sb, 0.95, &w) == 0);
 	CLOSE(w.t, 2.455356398286006, 1e-12);
 	CLOSE(w.df, 24.988529290231416, 1e-10);
@@ -100,19 +100,19 @@ static void test_welch(void)
 	CLOSE(w.ci_low, 0.3492370661924069, 1e-8);
 	CLOSE(w.ci_high, 3.984096267140929, 1e-8);
 
-	xf_stats_summary(a2, 4, &sa);
-	xf_stats_summary(b2, 6, &sb);
+	xf_bench_summarize(a2, 4, &sa);
+	xf_bench_summarize(b2, 6, &sb);
 	CHECK(xf_welch_test(&sa, &sb, 0.95, &w) == 0);
 	CLOSE(w.t, 4.865177359451166, 1e-12);
 	CLOSE(w.p, 0.0015441238901348533, 1e-10);
 
 	/* No spread: equal means are certainly equal, different ones certainly not. */
-	xf_stats_summary(same, 3, &sa);
+	xf_bench_summarize(same, 3, &sa);
 	CHECK(xf_welch_test(&sa, &sa, 0.95, &w) == 0 && w.p == 1);
-	xf_stats_summary(other, 3, &sb);
+	xf_bench_summarize(other, 3, &sb);
 	CHECK(xf_welch_test(&sa, &sb, 0.95, &w) == 0 && w.p == 0);
 	/* One run on a side: no test, said as NaN. */
-	xf_stats_summary(same, 1, &sa);
+	xf_bench_summarize(same, 1, &sa);
 	CHECK(xf_welch_test(&sa, &sb, 0.95, &w) == -1 && isnan(w.p));
 }
 

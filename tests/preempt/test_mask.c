@@ -60,15 +60,19 @@ static void test_mask(void)
 	xf_preempt_disable();
 	xf_preempt_disable();
 	seen = atomic_load(&other_ran);
-	spin_for(20 * 1000 * 1000); /* 400 slices */
+	/* At least 20 ms (400 slices), until a preemption was deferred. */
+	for (uint64_t t0 = now_ns();; spin_for(1000 * 1000)) {
+		CHECK_ERR(xf_stats_get(&st), 0);
+		if (st.total.preemptions_deferred && now_ns() - t0 > 20 * 1000 * 1000)
+			break;
+		if (now_ns() - t0 > 10ull * 1000 * 1000 * 1000)
+			xf_test_fail("no preemption was recorded as deferred in 10 s");
+	}
 	if (atomic_load(&other_ran) != seen)
 		xf_test_fail("another fiber ran while preemption was disabled");
 	xf_preempt_enable(); /* still nested: nothing yet */
 	if (atomic_load(&other_ran) != seen)
 		xf_test_fail("an inner enable took the pending preemption");
-	CHECK_ERR(xf_stats_get(&st), 0);
-	if (!st.total.preemptions_deferred)
-		xf_test_fail("no preemption was recorded as deferred");
 	xf_preempt_enable(); /* outermost: the pending preemption is taken here */
 	if (atomic_load(&other_ran) == seen)
 		xf_test_fail("the pending preemption was not taken at enable");
@@ -77,9 +81,10 @@ static void test_mask(void)
 
 	/* Preemption works again afterwards. */
 	seen = atomic_load(&other_ran);
-	spin_for(10 * 1000 * 1000);
-	if (atomic_load(&other_ran) == seen)
-		xf_test_fail("no preemption after the mask was lifted");
+	for (uint64_t t0 = now_ns(); atomic_load(&other_ran) == seen;) {
+		if (now_ns() - t0 > 10ull * 1000 * 1000 * 1000)
+			xf_test_fail("no preemption in 10 s after the mask was lifted");
+	}
 	atomic_store(&stop, true);
 	CHECK_ERR(xf_join(f, NULL), 0);
 	CHECK_ERR(xf_shutdown(), 0);
