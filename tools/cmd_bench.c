@@ -157,14 +157,15 @@ struct cli {
 	const char *json, *plot;
 	bool runs_set, time_set, messaging_set[4];
 	unsigned used;		 /* XF_BOPT_* of the options given */
-	const char *used_by[16]; /* an option name per bit, for messages */
+	char used_by[16][64];	 /* an option name per bit, for messages (copied: the
+				  * parser's name buffer does not outlive the option) */
 	int cpu;		 /* --cpu, or -1 */
 };
 
 static void note_use(struct cli *c, unsigned bit, const char *opt)
 {
 	c->used |= bit;
-	c->used_by[__builtin_ctz(bit)] = opt;
+	snprintf(c->used_by[__builtin_ctz(bit)], sizeof(c->used_by[0]), "%s", opt);
 }
 
 static const char *const state_names[] = {"none", "x87", "sse", "avx", "avx512", "amx"};
