@@ -393,7 +393,10 @@ static void check_state_saves(const char *state, const char *clean_state, uint64
 	check_consistency(json);
 	switches = check_workload_threads(json, STATE_ROUNDS);
 	live = saves_with_all(json, mask);
-	if (live * 100 < switches * 90)
+	/* Against the round trips' own switches (two per round trip): on a
+	 * loaded machine the threads are also switched out at other points,
+	 * where the state may be between loads. */
+	if (live * 100 < 2 * (uint64_t)STATE_ROUNDS * 90)
 		xf_test_fail("%s live: %llu of the saves hold xfeatures 0x%llx, at %llu switches",
 			     state, (unsigned long long)live, (unsigned long long)mask,
 			     (unsigned long long)switches);
