@@ -1,0 +1,725 @@
+/*
+ * bench_fiber.c - xfiber's rows in `xfiber bench` (see bench_fiber.h).
+ *
+ *   ctx        fiber-yield, fiber-chan, fiber-preempt: switches/s between two
+ *              fibers on one worker, dirtying after every switch like the
+ *              kernel rows; asm-minimal: the least a switch must keep.
+ *   pipe       fiber-chan: a channel ping-pong, usecs per round trip.
+ *   messaging  fiber-chan: hackbench's groups as fibers over channels.
+ *   fiber      the runtime's own costs, each against its yardstick measured
+ *              in the same run: spawn+join, 100,000 parked fibers, a
+ *              preemptive switch and a preemption tick against a bare
+ *              signal round trip, the ticker's cost to a CPU-bound workload,
+ *              and what one preemption costs the preempted workload.
+ *
+ * Every row starts the runtime with the calling thread pinned as the row
+ * says (workers inherit it) and shuts it down again before returning.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "bench_ctx.h"
+#include "bench_fiber.h"
+#include "bench_state.h"
+#include "tsc.h"
+
+#define MIN_STACK (64 * 1024)
+#define PARKED 100000
+#define CRUNCH_MIN (20u * 1000 * 1000)
+
+/* Which measurement a row makes: xf_bench_params.test. */
+enum {
+	FB_YIELD,
+	FB_CHAN,
+	FB_PREEMPT,
+	FB_MINIMAL,
+	FB_SPAWN,
+	FB_PARKED,
+	FB_SIGNAL_SWITCH,
+	FB_SIGNAL_TICK,
+	FB_CPU_OVERHEAD,
+	FB_PREEMPT_COST,
+};
+
+/* --- running a row inside the runtime --- */
+
+struct fb_runtime {
+	cpu_set_t saved;
+};
+
+static int fb_start(const struct xf_bench_params *p, xf_config cfg, struct fb_runtime *rt,
+		    struct xf_bench_sample *s)
+{
+	cpu_set_t set;
+	int err;
+
+	pthread_getaffinity_np(pthread_self(), sizeof(rt->saved), &rt->saved);
+	cfg.workers = (unsigned)(p->ncpus > 1 ? 2 : 1);
+	/* Workers and the ticker inherit this thread's CPUs.  On one-CPU rows
+	 * the ticker gets another CPU of the process's, so that preemption
+	 * signals come from there, as REFERENCE.md's costs assume; the worker
+	 * (this thread) is pinned as the row says once the runtime runs. */
+	CPU_ZERO(&set);
+	if (p->ncpus == 1 && p->cpu[1] != p->cpu[0]) {
+		CPU_SET(p->cpu[1], &set); /* the planner put the other CPU there */
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	}
+	err = xf_init(&cfg);
+	if (err) {
+		snprintf(s->note, sizeof(s->note), "xf_init: %s", strerror(err));
+		return err;
+	}
+	CPU_ZERO(&set);
+	CPU_SET(p->cpu[0], &set);
+	if (p->ncpus > 1)
+		CPU_SET(p->cpu[1], &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	return 0;
+}
+
+static void fb_stop(struct fb_runtime *rt, struct xf_bench_sample *s)
+{
+	xf_stats st;
+
+	if (xf_stats_get(&st) == 0) {
+		xf_bench_sample_extra(s, "switches", (double)st.total.switches);
+		xf_bench_sample_extra(s, "preemptions", (double)st.total.preemptions);
+		xf_bench_sample_extra(s, "xsaves", (double)(st.total.xsaves + st.total.xrstors));
+	}
+	xf_shutdown();
+	pthread_setaffinity_np(pthread_self(), sizeof(rt->saved), &rt->saved);
+}
+
+static double ticks_ns(uint64_t t)
+{
+	return (double)t * xf_tsc_ns_per_tick();
+}
+
+/* Two fibers ping-ponging n round trips; ns of the first fiber's loop. */
+static double pingpong_ns(int kind, struct xf_fb_pair *pp)
+{
+	void *(*partner)(void *) = kind == FB_YIELD ? xf_fb_yield_partner
+				   : kind == FB_CHAN ? xf_fb_chan_partner
+						     : xf_fb_signal_partner;
+	xf_fiber *f;
+	uint64_t t = 0;
+
+	if (kind == FB_CHAN && (xf_chan_create(&pp->ping, sizeof(uint64_t), 0) ||
+				xf_chan_create(&pp->pong, sizeof(uint64_t), 0)))
+		return -1;
+	if (xf_spawn(&f, partner, pp, NULL))
+		return -1;
+	xf_bench_state_init();
+	switch (kind) {
+	case FB_YIELD: t = xf_fb_yield_loop(pp); break;
+	case FB_CHAN: t = xf_fb_chan_loop(pp); break;
+	default: t = xf_fb_signal_loop(pp); break;
+	}
+	xf_bench_state_init();
+	xf_join(f, NULL);
+	if (kind == FB_CHAN) {
+		xf_chan_destroy(pp->ping);
+		xf_chan_destroy(pp->pong);
+	}
+	return ticks_ns(t);
+}
+
+static double minimal_switch_ns(uint64_t n)
+{
+	void *stack = aligned_alloc(64, MIN_STACK);
+	double ns;
+
+	if (!stack)
+		return -1;
+	ns = ticks_ns(xf_fb_minimal_switch_loop(n, stack, MIN_STACK));
+	free(stack);
+	return ns;
+}
+
+static void pair_init(struct xf_fb_pair *pp, const struct xf_bench_params *p, struct xf__regs *r,
+		      uint64_t n)
+{
+	*pp = (struct xf_fb_pair){.regs = r,
+				  .classes = xf_bench_state_classes(p->state),
+				  .n = n,
+				  .pid = getpid(),
+				  .tid = (int)syscall(SYS_gettid),
+				  .sig = SIGURG};
+}
+
+/* --- ctx and pipe rows --- */
+
+static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
+{
+	struct xf__regs *r = xf_bench_regs_new(0xf1be + p->state);
+	struct fb_runtime rt;
+	struct xf_fb_pair pp;
+	double ns, minimal;
+	int err;
+
+	if (!r)
+		return ENOMEM;
+	if (p->test == FB_MINIMAL) {
+		ns = minimal_switch_ns(iters);
+		free(r);
+		s->value = 2.0 * (double)iters * 1e9 / ns;
+		s->elapsed_ns = ns;
+		snprintf(s->note, sizeof(s->note), "%.1f ns/switch", ns / (2.0 * (double)iters));
+		xf_bench_sample_extra(s, "ns_per_switch", ns / (2.0 * (double)iters));
+		return 0;
+	}
+	err = fb_start(p, (xf_config){.cooperative = p->test == FB_PREEMPT}, &rt, s);
+	if (err) {
+		free(r);
+		return err;
+	}
+	pair_init(&pp, p, r, iters);
+	ns = pingpong_ns(p->test, &pp);
+	fb_stop(&rt, s);
+	free(r);
+	if (ns <= 0) {
+		snprintf(s->note, sizeof(s->note), "the fiber ping-pong could not start");
+		return ENOMEM;
+	}
+	s->elapsed_ns = ns;
+	if (p->process) { /* the pipe workload's unit: usecs per round trip */
+		s->value = ns / (double)iters / 1e3;
+		snprintf(s->note, sizeof(s->note), "%.0f ops/sec", (double)iters * 1e9 / ns);
+		return 0;
+	}
+	s->value = 2.0 * (double)iters * 1e9 / ns;
+	if (p->test == FB_YIELD) {
+		/* The yardstick, in the same run: the minimal assembly switch. */
+		minimal = minimal_switch_ns(iters) / (2.0 * (double)iters);
+		snprintf(s->note, sizeof(s->note), "%.1f ns/switch, %.2fx the minimal asm switch",
+			 ns / (2.0 * (double)iters), ns / (2.0 * (double)iters) / minimal);
+		xf_bench_sample_extra(s, "x_minimal_switch", ns / (2.0 * (double)iters) / minimal);
+	} else {
+		snprintf(s->note, sizeof(s->note), "%.1f ns/switch", ns / (2.0 * (double)iters));
+	}
+	xf_bench_sample_extra(s, "ns_per_switch", ns / (2.0 * (double)iters));
+	return 0;
+}
+
+static int plan_ctx_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan, char *err,
+			  size_t err_size)
+{
+	static const char *const names[] = {"fiber-yield", "fiber-chan", "fiber-preempt"};
+	const unsigned states = xf_bench_states_wanted(o);
+	struct xf_bench_params p = {.ncpus = 1, .cpu = {o->cpu[0], o->cpu[0]}};
+
+	(void)err;
+	(void)err_size;
+	/* Fibers on one worker, like the one-CPU thread rows they sit with. */
+	if ((o->cpus && !(o->cpus & 2)) || (o->modes && !(o->modes & XF_MODE_THREADS)))
+		return 0;
+	for (int kind = FB_YIELD; kind <= FB_PREEMPT; kind++) {
+		for (int st = 0; st < XF_STATE_N; st++) {
+			if (!(states & (1u << st)))
+				continue;
+			p.test = kind;
+			p.state = st;
+			xf_bench_plan_add(plan, &p, switch_run, "%s/%s", names[kind],
+					  xf_bench_state_name(st));
+		}
+	}
+	if (states & (1u << XF_STATE_NONE)) {
+		p.test = FB_MINIMAL;
+		p.state = XF_STATE_NONE;
+		xf_bench_plan_add(plan, &p, switch_run, "asm-minimal/none");
+	}
+	return 0;
+}
+
+XF_BENCH_VARIANT(ctx_fiber) = {
+    .workload = "ctx",
+    .name = "fiber",
+    .kind = "fiber",
+    .order = 20,
+    .plan = plan_ctx_fiber,
+};
+
+static int plan_pipe_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan, char *err,
+			   size_t err_size)
+{
+	/* process = true selects the pipe unit in switch_run. */
+	struct xf_bench_params p = {
+	    .test = FB_CHAN, .process = true, .ncpus = 1, .cpu = {o->cpu[0], o->cpu[0]}};
+
+	(void)err;
+	(void)err_size;
+	if ((o->cpus && !(o->cpus & 2)) || (o->modes && !(o->modes & XF_MODE_THREADS)))
+		return 0;
+	xf_bench_plan_add(plan, &p, switch_run, "fiber-chan/1cpu");
+	return 0;
+}
+
+XF_BENCH_VARIANT(pipe_fiber) = {
+    .workload = "pipe",
+    .name = "fiber",
+    .kind = "fiber",
+    .order = 20,
+    .plan = plan_pipe_fiber,
+};
+
+/* --- messaging: hackbench's groups as fibers over channels --- */
+
+struct msg_group {
+	xf_chan *chan; /* all of a group's senders to all of its receivers */
+	unsigned loops, fds, size;
+};
+
+static void *msg_sender(void *arg)
+{
+	struct msg_group *g = arg;
+	char buf[1024] = {0};
+
+	for (unsigned i = 0; i < g->loops * g->fds; i++)
+		if (xf_chan_send(g->chan, buf))
+			break;
+	return NULL;
+}
+
+static void *msg_receiver(void *arg)
+{
+	struct msg_group *g = arg;
+	char buf[1024];
+
+	for (unsigned i = 0; i < g->loops * g->fds; i++)
+		if (xf_chan_recv(g->chan, buf))
+			break;
+	return NULL;
+}
+
+static int messaging_run(const struct xf_bench_params *p, uint64_t iters,
+			 struct xf_bench_sample *s)
+{
+	const unsigned n = p->groups * p->fds;
+	struct msg_group *g = calloc(p->groups, sizeof(*g));
+	xf_fiber **f = calloc(2 * (size_t)n, sizeof(*f));
+	struct fb_runtime rt;
+	double t0, t1;
+	int err;
+
+	(void)iters;
+	if (!g || !f || p->size > 1024) {
+		free(g);
+		free(f);
+		return p->size > 1024 ? EINVAL : ENOMEM;
+	}
+	err = fb_start(p, (xf_config){0}, &rt, s);
+	if (err)
+		goto out;
+	for (unsigned i = 0; i < p->groups; i++) {
+		g[i] = (struct msg_group){.loops = p->loops, .fds = p->fds, .size = p->size};
+		if (xf_chan_create(&g[i].chan, p->size ? p->size : 1, p->fds))
+			err = ENOMEM;
+	}
+	t0 = xf_bench_now_ns();
+	for (unsigned i = 0; !err && i < n; i++) {
+		if (xf_spawn(&f[2 * i], msg_receiver, &g[i / p->fds], NULL) ||
+		    xf_spawn(&f[2 * i + 1], msg_sender, &g[i / p->fds], NULL))
+			err = ENOMEM;
+	}
+	for (unsigned i = 0; i < 2 * n; i++)
+		if (f[i])
+			xf_join(f[i], NULL);
+	t1 = xf_bench_now_ns();
+	for (unsigned i = 0; i < p->groups; i++)
+		if (g[i].chan)
+			xf_chan_destroy(g[i].chan);
+	fb_stop(&rt, s);
+	if (!err) {
+		s->value = (t1 - t0) / 1e9;
+		s->elapsed_ns = t1 - t0;
+		snprintf(s->note, sizeof(s->note), "%u fibers on %d worker%s, %u loops of %u bytes",
+			 2 * n, p->ncpus, p->ncpus > 1 ? "s" : "", p->loops, p->size);
+	}
+out:
+	free(g);
+	free(f);
+	return err;
+}
+
+static int plan_messaging_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
+				char *err, size_t err_size)
+{
+	const unsigned cpus = o->cpus ? o->cpus : 2;
+
+	(void)err;
+	(void)err_size;
+	if (o->modes && !(o->modes & XF_MODE_THREADS))
+		return 0;
+	for (int ncpus = 1; ncpus <= 2; ncpus++) {
+		struct xf_bench_params p = {.ncpus = ncpus,
+					    .cpu = {o->cpu[0], o->cpu[ncpus > 1]},
+					    .groups = o->groups,
+					    .loops = o->loops,
+					    .size = o->size,
+					    .fds = o->fds};
+		struct xf_bench_row *row;
+
+		if (!(cpus & (1u << ncpus)) || (ncpus > 1 && o->ncpus < 2))
+			continue;
+		row = xf_bench_plan_add(plan, &p, messaging_run, "fiber-chan/%dcpu", ncpus);
+		if (row)
+			row->fixed_work = true;
+	}
+	return 0;
+}
+
+XF_BENCH_VARIANT(messaging_fiber) = {
+    .workload = "messaging",
+    .name = "fiber",
+    .kind = "fiber",
+    .order = 20,
+    .plan = plan_messaging_fiber,
+};
+
+/* --- the `fiber` workload --- */
+
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+static xf_sem parked_sem;
+
+static void *park(void *arg)
+{
+	xf_sem_wait(&parked_sem);
+	return arg;
+}
+
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			kb = atol(line + 6);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static int spawn_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
+{
+	struct fb_runtime rt;
+	double t0, t1;
+	int err = fb_start(p, (xf_config){0}, &rt, s);
+
+	if (err)
+		return err;
+	t0 = xf_bench_now_ns();
+	for (uint64_t i = 0; !err && i < iters; i++) {
+		xf_fiber *f;
+		err = xf_spawn(&f, nothing, NULL, NULL);
+		if (!err)
+			err = xf_join(f, NULL);
+	}
+	t1 = xf_bench_now_ns();
+	fb_stop(&rt, s);
+	if (err)
+		return err;
+	s->value = (t1 - t0) / (double)iters;
+	s->elapsed_ns = t1 - t0;
+	snprintf(s->note, sizeof(s->note), "%.2f M fibers/s spawned and joined",
+		 (double)iters / (t1 - t0) * 1e3);
+	return 0;
+}
+
+static int parked_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
+{
+	xf_fiber **f = calloc(PARKED, sizeof(*f));
+	struct fb_runtime rt;
+	long rss0 = rss_kb(), rss1;
+	double t0, t1;
+	int err;
+
+	(void)iters;
+	if (!f)
+		return ENOMEM;
+	err = fb_start(p, (xf_config){0}, &rt, s);
+	if (err) {
+		free(f);
+		return err;
+	}
+	xf_sem_init(&parked_sem, 0);
+	t0 = xf_bench_now_ns();
+	for (unsigned i = 0; !err && i < PARKED; i++)
+		err = xf_spawn(&f[i], park, NULL, NULL);
+	xf_sleep_ns(1000 * 1000); /* let them all reach the semaphore */
+	t1 = xf_bench_now_ns();
+	rss1 = rss_kb();
+	for (unsigned i = 0; i < PARKED; i++)
+		xf_sem_post(&parked_sem);
+	for (unsigned i = 0; i < PARKED; i++)
+		if (f[i])
+			xf_join(f[i], NULL);
+	fb_stop(&rt, s);
+	free(f);
+	if (err)
+		return err;
+	s->value = (t1 - t0) / PARKED;
+	s->elapsed_ns = t1 - t0;
+	snprintf(s->note, sizeof(s->note), "100,000 parked fibers with default stacks: +%ld MiB RSS",
+		 (rss1 - rss0) / 1024);
+	xf_bench_sample_extra(s, "rss_mib", (double)(rss1 - rss0) / 1024.0);
+	return 0;
+}
+
+static void empty_handler(int sig)
+{
+	(void)sig;
+}
+
+/* A bare self-signal round trip with the same state: SIGUSR2, whose handler
+ * returns at once (lmbench lat_sig catch, without subtracting the send). */
+static double bare_signal_ns(struct xf_fb_pair *pp)
+{
+	struct sigaction sa = {.sa_handler = empty_handler, .sa_flags = SA_NODEFER}, old;
+	struct xf_fb_pair bare = *pp;
+	uint64_t t;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, &old);
+	bare.sig = SIGUSR2;
+	xf_bench_state_init();
+	t = xf_fb_signal_loop(&bare);
+	xf_bench_state_init();
+	sigaction(SIGUSR2, &old, NULL);
+	return ticks_ns(t) / (double)bare.n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define SIGNAL_ROUNDS 9
+
+static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
+{
+	struct xf__regs *r = xf_bench_regs_new(0x519 + p->state);
+	double ns[SIGNAL_ROUNDS], bare[SIGNAL_ROUNDS], m, b;
+	struct fb_runtime rt;
+	struct xf_fb_pair pp;
+	int err;
+
+	if (!r)
+		return ENOMEM;
+	/* Cooperative: only our own signals preempt. */
+	err = fb_start(p, (xf_config){.cooperative = true}, &rt, s);
+	if (err) {
+		free(r);
+		return err;
+	}
+	/* Interleaved: bare round trips and preemptions alternate in rounds,
+	 * and the medians are compared, so drift hits both alike. */
+	pair_init(&pp, p, r, iters / SIGNAL_ROUNDS + 1);
+	for (int i = 0; i < SIGNAL_ROUNDS; i++) {
+		bare[i] = bare_signal_ns(&pp);
+		if (p->test == FB_SIGNAL_SWITCH) {
+			ns[i] = pingpong_ns(FB_SIGNAL_SWITCH, &pp) / (2.0 * (double)pp.n);
+		} else {
+			/* Alone on its worker: every tick finds nothing else to run. */
+			xf_bench_state_init();
+			ns[i] = ticks_ns(xf_fb_signal_loop(&pp)) / (double)pp.n;
+			xf_bench_state_init();
+		}
+	}
+	fb_stop(&rt, s);
+	free(r);
+	m = median(ns, SIGNAL_ROUNDS);
+	b = median(bare, SIGNAL_ROUNDS);
+	s->value = m;
+	s->elapsed_ns = m * (double)iters;
+	snprintf(s->note, sizeof(s->note),
+		 "%.3fx the bare signal round trip (%.0f ns), interleaved in this run", m / b, b);
+	xf_bench_sample_extra(s, "bare_ns", b);
+	xf_bench_sample_extra(s, "x_bare", m / b);
+	return 0;
+}
+
+/* CPU-bound work that never needs preempting: one fiber per worker. */
+static atomic_uint_fast64_t work_sink;
+
+static void *crunch(void *arg)
+{
+	uint64_t n = (uint64_t)(uintptr_t)arg, x = 88172645463325252ull;
+
+	for (uint64_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+	}
+	atomic_fetch_add(&work_sink, x);
+	return NULL;
+}
+
+/* ns for `fibers` fibers each doing n rounds of crunch on the row's workers. */
+static double crunch_ns(const struct xf_bench_params *p, xf_config cfg, unsigned fibers,
+			uint64_t n, struct xf_bench_sample *s, uint64_t *preemptions)
+{
+	xf_fiber *f[8];
+	struct fb_runtime rt;
+	double t0, t1;
+	xf_stats st;
+
+	if (fb_start(p, cfg, &rt, s))
+		return -1;
+	t0 = xf_bench_now_ns();
+	for (unsigned i = 0; i < fibers; i++) {
+		/* Pinned round-robin: the same placement with or without slices. */
+		xf_attr attr = XF_ATTR_INIT;
+		attr.pinned = true;
+		attr.worker = (int)(i % (unsigned)p->ncpus);
+		xf_spawn(&f[i], crunch, (void *)(uintptr_t)n, &attr);
+	}
+	for (unsigned i = 0; i < fibers; i++)
+		xf_join(f[i], NULL);
+	t1 = xf_bench_now_ns();
+	if (preemptions)
+		*preemptions = xf_stats_get(&st) ? 0 : st.total.preemptions;
+	fb_stop(&rt, s);
+	return t1 - t0;
+}
+
+#define CRUNCH_ROUNDS 5
+
+static int overhead_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
+{
+	const unsigned fibers = (unsigned)p->ncpus;
+	double coop[CRUNCH_ROUNDS], sliced[CRUNCH_ROUNDS], c, t;
+	uint64_t preempt = 0, n;
+
+	/* Cooperative and the default 1000 us slices alternate; medians. */
+	n = iters / CRUNCH_ROUNDS + 1;
+	for (int i = 0; i < CRUNCH_ROUNDS; i++) {
+		uint64_t pr = 0;
+		coop[i] = crunch_ns(p, (xf_config){.cooperative = true}, fibers, n, s, NULL);
+		sliced[i] = crunch_ns(p, (xf_config){0}, fibers, n, s, &pr);
+		if (coop[i] <= 0 || sliced[i] <= 0)
+			return ENOMEM;
+		preempt += pr;
+	}
+	c = median(coop, CRUNCH_ROUNDS);
+	t = median(sliced, CRUNCH_ROUNDS);
+	s->value = t / (double)n;
+	s->elapsed_ns = (c + t) * CRUNCH_ROUNDS;
+	snprintf(s->note, sizeof(s->note),
+		 "%+.2f%% against cooperative, interleaved (%u pinned fibers, %lu preemptions)",
+		 (t / c - 1.0) * 100.0, fibers, (unsigned long)preempt);
+	xf_bench_sample_extra(s, "overhead_pct", (t / c - 1.0) * 100.0);
+	return 0;
+}
+
+static int cost_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
+{
+	double coop, sliced;
+	uint64_t preempt = 0;
+
+	/* Three fibers on one worker, 100 us slices: the preempted run's extra
+	 * time over the cooperative one, per preemption - the signal from the
+	 * ticker's CPU, the handler, the switch, and the cache it costs. */
+	/* At least ~20 ms of work each, so that slices have time to end even
+	 * while the runner calibrates with small counts. */
+	if (iters < CRUNCH_MIN)
+		iters = CRUNCH_MIN;
+	coop = crunch_ns(p, (xf_config){.cooperative = true}, 3, iters, s, NULL);
+	sliced = crunch_ns(p, (xf_config){.slice_us = 100}, 3, iters, s, &preempt);
+	if (coop <= 0 || sliced <= 0)
+		return ENOMEM;
+	if (!preempt) {
+		snprintf(s->note, sizeof(s->note), "no preemption happened: run longer (--time)");
+		return EAGAIN;
+	}
+	s->value = (sliced - coop) / (double)preempt;
+	s->elapsed_ns = coop + sliced;
+	snprintf(s->note, sizeof(s->note), "ns per preemption (%lu preemptions at 100 us slices)",
+		 (unsigned long)preempt);
+	xf_bench_sample_extra(s, "preemptions", (double)preempt);
+	return 0;
+}
+
+static int plan_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan, char *err,
+		      size_t err_size)
+{
+	const unsigned states = xf_bench_states_wanted(o);
+	/* cpu[1] of a one-CPU row: where the ticker runs, if there is one. */
+	struct xf_bench_params p = {.ncpus = 1,
+				    .cpu = {o->cpu[0], o->ncpus >= 2 ? o->cpu[1] : o->cpu[0]}};
+	struct xf_bench_row *row;
+
+	(void)err;
+	(void)err_size;
+	p.test = FB_SPAWN;
+	xf_bench_plan_add(plan, &p, spawn_run, "spawn+join/1cpu");
+	if (!o->quick) {
+		p.test = FB_PARKED;
+		row = xf_bench_plan_add(plan, &p, parked_run, "parked-100k/1cpu");
+		if (row)
+			row->fixed_work = true;
+	}
+	for (int kind = FB_SIGNAL_SWITCH; kind <= FB_SIGNAL_TICK; kind++) {
+		for (int st = 0; st < XF_STATE_N; st++) {
+			if (!(states & (1u << st)))
+				continue;
+			p.test = kind;
+			p.state = st;
+			xf_bench_plan_add(plan, &p, signal_run, "%s/%s",
+					  kind == FB_SIGNAL_SWITCH ? "preempt-switch" : "preempt-tick",
+					  xf_bench_state_name(st));
+		}
+	}
+	p.state = XF_STATE_NONE;
+	p.test = FB_CPU_OVERHEAD;
+	if (o->ncpus >= 2) {
+		p.ncpus = 2;
+		p.cpu[1] = o->cpu[1];
+	}
+	xf_bench_plan_add(plan, &p, overhead_run, "cpu-bound-1000us/%dcpu", p.ncpus);
+	p.ncpus = 1;
+	p.test = FB_PREEMPT_COST;
+	xf_bench_plan_add(plan, &p, cost_run, "preemption-cost/1cpu");
+	return 0;
+}
+
+XF_BENCH_VARIANT(fiber_variant) = {
+    .workload = "fiber",
+    .name = "fiber",
+    .kind = "fiber",
+    .order = 0,
+    .plan = plan_fiber,
+};
+
+XF_BENCH_WORKLOAD(fiber_workload) = {
+    .name = "fiber",
+    .summary = "xfiber's own costs: spawn, parked memory, preemption against bare signals",
+    .what = "ns per operation, each against its yardstick in the same run (lower is better)",
+    .unit = "ns",
+    .higher_is_better = false,
+    .order = 15,
+    .options = XF_BOPT_STATE | XF_BOPT_ITERATIONS,
+};

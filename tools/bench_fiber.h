@@ -1,0 +1,46 @@
+/*
+ * bench_fiber.h - xfiber's own rows in `xfiber bench`: fibers switching by
+ * yield, by channel and by preemption, next to the kernel and the peers; and
+ * the `fiber` workload's runtime costs (spawn, parked memory, signals,
+ * preemption, its overhead).
+ *
+ * The timed loops live in bench_fiber_nofp.c, general registers only, so
+ * that between dirtying the registers and the switch nothing else touches
+ * them.
+ */
+#ifndef XF_TOOLS_BENCH_FIBER_H
+#define XF_TOOLS_BENCH_FIBER_H
+
+#include <stdint.h>
+
+#include "xfiber.h"
+#include "xstate/regs.h"
+
+/* What the two sides of a fiber ping-pong share. */
+struct xf_fb_pair {
+	const struct xf__regs *regs;
+	unsigned classes;
+	uint64_t n;           /* round trips (or signals) per side */
+	xf_chan *ping, *pong; /* channel rows */
+	int pid, tid;         /* the worker's thread, for self-signals */
+	int sig;
+};
+
+/* Partner fibers (xf_spawn them with the pair as argument). */
+void *xf_fb_yield_partner(void *pair);
+void *xf_fb_chan_partner(void *pair);
+void *xf_fb_signal_partner(void *pair);
+
+/* The first fiber's side of each ping-pong; TSC ticks. */
+uint64_t xf_fb_yield_loop(struct xf_fb_pair *pp);
+uint64_t xf_fb_chan_loop(struct xf_fb_pair *pp);
+/* n self-signals (raw tgkill, so the interrupted instruction is ours, not
+ * libc's), dirtying before each. */
+uint64_t xf_fb_signal_loop(struct xf_fb_pair *pp);
+
+/* The minimal assembly switch (bench_minswitch_x86_64_sysv_elf_gas.S): n
+ * round trips between two contexts saving only callee-saved GPRs, MXCSR
+ * and the x87 control word, unconditionally; TSC ticks. */
+uint64_t xf_fb_minimal_switch_loop(uint64_t n, void *stack, size_t stack_size);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * bench_fiber_nofp.c - the timed fiber loops of `xfiber bench`.
+ *
+ * WARNING: built -mgeneral-regs-only.  Between xf_bench_touch() and the
+ * switch nothing here may touch a vector register, so each switch carries
+ * exactly the state the row names.
+ */
+#include <signal.h>
+
+#include "bench_fiber.h"
+#include "bench_state.h"
+#include "bench_syscall.h"
+#include "tsc.h"
+
+#define SYS_tgkill 234
+
+void *xf_fb_yield_partner(void *arg)
+{
+	struct xf_fb_pair *pp = arg;
+
+	for (uint64_t i = 0; i < pp->n; i++) {
+		xf_yield();
+		xf_bench_touch(pp->regs, pp->classes);
+	}
+	return NULL;
+}
+
+uint64_t xf_fb_yield_loop(struct xf_fb_pair *pp)
+{
+	uint64_t t0 = xf_tsc_read();
+
+	for (uint64_t i = 0; i < pp->n; i++) {
+		xf_yield();
+		xf_bench_touch(pp->regs, pp->classes);
+	}
+	return xf_tsc_read() - t0;
+}
+
+void *xf_fb_chan_partner(void *arg)
+{
+	struct xf_fb_pair *pp = arg;
+	uint64_t v;
+
+	for (uint64_t i = 0; i < pp->n; i++) {
+		if (xf_chan_recv(pp->ping, &v))
+			break;
+		xf_bench_touch(pp->regs, pp->classes);
+		if (xf_chan_send(pp->pong, &v))
+			break;
+	}
+	return NULL;
+}
+
+uint64_t xf_fb_chan_loop(struct xf_fb_pair *pp)
+{
+	uint64_t t0 = xf_tsc_read(), v = 0;
+
+	for (uint64_t i = 0; i < pp->n; i++) {
+		if (xf_chan_send(pp->ping, &v) || xf_chan_recv(pp->pong, &v))
+			break;
+		xf_bench_touch(pp->regs, pp->classes);
+	}
+	return xf_tsc_read() - t0;
+}
+
+static void signal_self(const struct xf_fb_pair *pp)
+{
+	xf_bench_sys(SYS_tgkill, pp->pid, pp->tid, pp->sig, 0);
+}
+
+void *xf_fb_signal_partner(void *arg)
+{
+	struct xf_fb_pair *pp = arg;
+
+	for (uint64_t i = 0; i < pp->n; i++) {
+		xf_bench_touch(pp->regs, pp->classes);
+		signal_self(pp);
+	}
+	return NULL;
+}
+
+uint64_t xf_fb_signal_loop(struct xf_fb_pair *pp)
+{
+	uint64_t t0 = xf_tsc_read();
+
+	for (uint64_t i = 0; i < pp->n; i++) {
+		xf_bench_touch(pp->regs, pp->classes);
+		signal_self(pp);
+	}
+	return xf_tsc_read() - t0;
+}
