@@ -195,6 +195,7 @@ static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	if (p->process) { /* the pipe workload's unit: usecs per round trip */
 		s->value = ns / (double)iters / 1e3;
 		snprintf(s->note, sizeof(s->note), "%.0f ops/sec", (double)iters * 1e9 / ns);
+		xf_bench_sample_extra(s, "ops_per_sec", (double)iters * 1e9 / ns);
 		return 0;
 	}
 	s->value = 2.0 * (double)iters * 1e9 / ns;
@@ -344,6 +345,7 @@ static int messaging_run(const struct xf_bench_params *p, uint64_t iters,
 		s->elapsed_ns = t1 - t0;
 		snprintf(s->note, sizeof(s->note), "%u fibers on %d worker%s, %u loops of %u bytes",
 			 2 * n, p->ncpus, p->ncpus > 1 ? "s" : "", p->loops, p->size);
+		xf_bench_sample_extra(s, "tasks", 2.0 * n);
 	}
 out:
 	free(g);

@@ -15,9 +15,10 @@
  * signal cannot split it, and only this thread and its signal handlers
  * touch the word.
  *
- * Every context switch happens at nesting 1 (the scheduler's own disable)
- * plus whatever the fiber's code had, and the word is saved and restored
- * with the fiber (switch_to), so a fiber never inherits another's nesting.
+ * Every context switch happens at nesting exactly 1 - the scheduler's own
+ * disable - because fibers may not block or yield with preemption disabled
+ * (a debug build checks it).  So the word needs no saving per fiber: after
+ * a switch it is simply NOT_PENDING | 1 again.
  */
 #ifndef XF_PREEMPT_PREEMPT_H
 #define XF_PREEMPT_PREEMPT_H

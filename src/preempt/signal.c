@@ -68,6 +68,7 @@ static struct {
 	uintptr_t lo, hi;
 } unsafe[UNSAFE_MAX];
 static _Atomic unsigned unsafe_nr;
+static bool system_objects_added;
 static struct sigaction old_preempt, old_sigill;
 
 static bool rip_unsafe(uintptr_t rip)
@@ -331,8 +332,11 @@ int xf__preempt_install(void)
 	sigset_t set;
 	uint64_t mask;
 
-	if (!atomic_load(&unsafe_nr))
+	/* Once per process, whatever xf_preempt_unsafe_add() marked before. */
+	if (!system_objects_added) {
 		dl_iterate_phdr(add_system_objects, NULL);
+		system_objects_added = true;
+	}
 	sigemptyset(&sa.sa_mask);
 	sigemptyset(&ill.sa_mask);
 	if (sigaction(XF_PREEMPT_SIGNAL, &sa, &old_preempt) || sigaction(SIGILL, &ill, &old_sigill))

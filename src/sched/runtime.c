@@ -156,7 +156,6 @@ static int start(const xf_config *cfg)
 	if (err)
 		goto fail;
 	idle0->magic = XF_FIBER_MAGIC;
-	idle0->preempt_word = XF_PREEMPT_NOT_PENDING | 1;
 	idle0->flags = XF_FIBER_F_IDLE | XF_FIBER_F_PINNED;
 	idle0->sp = xf__context_make((char *)idle0->stack.base + idle0->stack.size, idle0,
 				     MXCSR_DEFAULT, FCW_DEFAULT);

@@ -108,7 +108,6 @@ struct xf_fiber {
 	int home;                          /* pinned fibers: the worker they run on */
 
 	void **specific; /* fiber-local values, XF_KEYS_MAX of them, allocated lazily */
-	uint32_t preempt_word; /* its soft preemption mask while switched out */
 	bool preempted;        /* switched out by a preemption signal: state in its frame */
 
 	/* Sanitizer bookkeeping for stack switches. */

@@ -64,8 +64,10 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	if (action == XF_PREV_REQUEUE)
 		xf__runq_push(w, prev);
 	XF_STAT_INC(w, switches, 1);
-	/* The switch serves any pending preemption: save the word without it. */
-	prev->preempt_word = xf__preempt_word_get() | XF_PREEMPT_NOT_PENDING;
+	/* Every switch happens at nesting 1, the scheduler's own: fibers may
+	 * not block or yield with preemption disabled (xfiber.h).  So there is
+	 * nothing to save; the switch serves any pending preemption. */
+	XF_WARN_ON((xf__preempt_word_get() & XF_PREEMPT_NESTING) != 1);
 	prev->saved_errno = *w->errno_ptr;
 	w->prev = prev;
 	w->prev_action = action;
@@ -76,7 +78,7 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	xf__san_switch_finish(prev);
 	w = xf__this_worker();
 	finish_switch(w);
-	xf__preempt_word_set(prev->preempt_word);
+	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING | 1);
 	*w->errno_ptr = prev->saved_errno;
 }
 
@@ -93,8 +95,10 @@ static inline void release_dead_tiles(struct xf__worker *w, struct xf_fiber *pre
 	}
 }
 
-/* The one scheduler decision: who runs next on w. */
-void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
+/* The one scheduler decision: who runs next on w.  Inlined into xf_yield,
+ * the hottest caller; xf__schedule() is the same for everyone else. */
+static inline __attribute__((always_inline)) void schedule(struct xf__worker *w,
+							   enum xf__prev_action action)
 {
 	struct xf_fiber *prev = w->current;
 	struct xf_fiber *next;
@@ -115,6 +119,11 @@ void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
 	switch_to(w, prev, next, action);
 }
 
+void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
+{
+	schedule(w, action);
+}
+
 void xf_yield(void)
 {
 	struct xf__worker *w = xf__this_worker();
@@ -122,7 +131,7 @@ void xf_yield(void)
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
 		return;
 	xf__preempt_disable();
-	xf__schedule(w, XF_PREV_REQUEUE);
+	schedule(w, XF_PREV_REQUEUE);
 	xf__preempt_enable();
 }
 

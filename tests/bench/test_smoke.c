@@ -115,6 +115,19 @@ static void check_xsave(const struct xf_jv *row)
 	check_live(row, "XINUSE", (uint64_t)extra(row, "xinuse"));
 }
 
+static void check_fiber(const struct xf_jv *row)
+{
+	const char *name = xf_jv_str(row, "name", "?");
+
+	/* Preemption is zero-copy: the runtime executed no XSAVE or XRSTOR. */
+	if (strstr(name, "preempt-") || strstr(name, "cpu-bound") || strstr(name, "preemption-cost"))
+		CHECK(extra(row, "xsaves") == 0);
+	if (strstr(name, "preempt-"))
+		CHECK(extra(row, "x_bare") > 0 && extra(row, "bare_ns") > 0);
+	if (strstr(name, "preempt-switch"))
+		CHECK(extra(row, "preemptions") > 0);
+}
+
 static void check_row(const char *workload, const struct xf_jv *row)
 {
 	const struct xf_jv *samples = xf_jv_get(row, "samples");
@@ -139,6 +152,8 @@ static void check_row(const char *workload, const struct xf_jv *row)
 		check_messaging(row);
 	else if (!strcmp(workload, "xsave"))
 		check_xsave(row);
+	else if (!strcmp(workload, "fiber"))
+		check_fiber(row);
 }
 
 int main(int argc, char **argv)
