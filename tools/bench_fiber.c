@@ -616,8 +616,10 @@ static int overhead_run(const struct xf_bench_params *p, uint64_t iters, struct 
 	double coop[CRUNCH_ROUNDS], sliced[CRUNCH_ROUNDS], c, t;
 	uint64_t preempt = 0, n;
 
-	/* Cooperative and the default 1000 us slices alternate; medians. */
-	n = iters / CRUNCH_ROUNDS + 1;
+	/* Cooperative and the default 1000 us slices alternate; medians.  A
+	 * fixed ~20 ms per fiber and round keeps timer noise small. */
+	(void)iters;
+	n = CRUNCH_MIN;
 	for (int i = 0; i < CRUNCH_ROUNDS; i++) {
 		uint64_t pr = 0;
 		coop[i] = crunch_ns(p, (xf_config){.cooperative = true}, fibers, n, s, NULL);
@@ -639,29 +641,36 @@ static int overhead_run(const struct xf_bench_params *p, uint64_t iters, struct 
 
 static int cost_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
-	double coop, sliced;
-	uint64_t preempt = 0;
+	double coop[CRUNCH_ROUNDS], sliced[CRUNCH_ROUNDS], per[CRUNCH_ROUNDS];
+	uint64_t total = 0;
 
-	/* Three fibers on one worker, 100 us slices: the preempted run's extra
-	 * time over the cooperative one, per preemption - the signal from the
-	 * ticker's CPU, the handler, the switch, and the cache it costs. */
-	/* At least ~20 ms of work each, so that slices have time to end even
-	 * while the runner calibrates with small counts. */
-	if (iters < CRUNCH_MIN)
-		iters = CRUNCH_MIN;
-	coop = crunch_ns(p, (xf_config){.cooperative = true}, 3, iters, s, NULL);
-	sliced = crunch_ns(p, (xf_config){.slice_us = 100}, 3, iters, s, &preempt);
-	if (coop <= 0 || sliced <= 0)
-		return ENOMEM;
-	if (!preempt) {
-		snprintf(s->note, sizeof(s->note), "no preemption happened: run longer (--time)");
-		return EAGAIN;
+	/* Three fibers on one worker at 50 us slices, alternating with the
+	 * same work done cooperatively: the extra time per preemption - the
+	 * signal from the ticker's CPU, the handler, the switch, and the cache
+	 * it costs.  Medians of the rounds. */
+	(void)iters;
+	for (int i = 0; i < CRUNCH_ROUNDS; i++) {
+		uint64_t pr = 0;
+		coop[i] = crunch_ns(p, (xf_config){.cooperative = true}, 3, CRUNCH_MIN, s, NULL);
+		sliced[i] = crunch_ns(p, (xf_config){.slice_us = XF_SLICE_US_MIN}, 3, CRUNCH_MIN, s,
+				      &pr);
+		if (coop[i] <= 0 || sliced[i] <= 0)
+			return ENOMEM;
+		if (!pr) {
+			snprintf(s->note, sizeof(s->note), "no preemption happened");
+			return EAGAIN;
+		}
+		per[i] = (sliced[i] - coop[i]) / (double)pr;
+		total += pr;
 	}
-	s->value = (sliced - coop) / (double)preempt;
-	s->elapsed_ns = coop + sliced;
-	snprintf(s->note, sizeof(s->note), "ns per preemption (%lu preemptions at 100 us slices)",
-		 (unsigned long)preempt);
-	xf_bench_sample_extra(s, "preemptions", (double)preempt);
+	s->value = median(per, CRUNCH_ROUNDS);
+	s->elapsed_ns = 0;
+	for (int i = 0; i < CRUNCH_ROUNDS; i++)
+		s->elapsed_ns += coop[i] + sliced[i];
+	snprintf(s->note, sizeof(s->note),
+		 "ns per preemption, median of %d interleaved rounds (%lu preemptions at %d us)",
+		 CRUNCH_ROUNDS, (unsigned long)total, XF_SLICE_US_MIN);
+	xf_bench_sample_extra(s, "preemptions", (double)total);
 	return 0;
 }
 
@@ -701,10 +710,14 @@ static int plan_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 		p.ncpus = 2;
 		p.cpu[1] = o->cpu[1];
 	}
-	xf_bench_plan_add(plan, &p, overhead_run, "cpu-bound-1000us/%dcpu", p.ncpus);
+	row = xf_bench_plan_add(plan, &p, overhead_run, "cpu-bound-1000us/%dcpu", p.ncpus);
+	if (row)
+		row->fixed_work = true;
 	p.ncpus = 1;
 	p.test = FB_PREEMPT_COST;
-	xf_bench_plan_add(plan, &p, cost_run, "preemption-cost/1cpu");
+	row = xf_bench_plan_add(plan, &p, cost_run, "preemption-cost/1cpu");
+	if (row)
+		row->fixed_work = true;
 	return 0;
 }
 

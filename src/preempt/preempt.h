@@ -24,6 +24,7 @@
 #define XF_PREEMPT_PREEMPT_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define XF_PREEMPT_NOT_PENDING 0x80000000u
@@ -93,5 +94,17 @@ void xf__preempt_worker_enter(struct xf__worker *w); /* on the worker's thread *
 /* ticker.c */
 int xf__ticker_start(void);
 void xf__ticker_stop(void);
+
+/* A fiber was queued: wake the ticker if it sleeps long, believing nothing
+ * waits anywhere.  One relaxed load when it does not. */
+extern _Atomic int xf__ticker_sleeping_long;
+void xf__ticker_poke_slow(void);
+
+static inline void xf__ticker_poke(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&xf__ticker_sleeping_long, memory_order_relaxed),
+			     0))
+		xf__ticker_poke_slow();
+}
 
 #endif

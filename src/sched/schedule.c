@@ -162,6 +162,7 @@ void xf__wake(struct xf_fiber *f)
 	struct xf__worker *w, *home = &xf__rt.workers[f->home];
 
 	xf__preempt_disable(); /* the run queue is this worker's alone */
+	xf__ticker_poke();
 	w = xf__this_worker();
 	if (w && (!(f->flags & XF_FIBER_F_PINNED) || home == w)) {
 		xf__runq_push(w, f);
