@@ -221,32 +221,34 @@ static bool must_defer(struct xf__worker *w, const ucontext_t *uc)
 
 static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 {
+	/* First the mask: from here on a nested preemption signal is deferred,
+	 * whatever this handler calls.  Only the instructions before and after
+	 * it are open, and they lie in this function's own section. */
+	const uint32_t word = xf__preempt_word_get();
 	ucontext_t *uc = ucv;
-	struct xf__worker *w = xf__this_worker(), *preempted_on;
+	struct xf__worker *w, *preempted_on;
 	struct xf_fiber *f;
-	uint32_t word;
 	uint64_t switches;
 	int saved_errno;
 
+	xf__preempt_disable();
 	(void)sig;
 	(void)si;
+	w = xf__this_worker();
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
-		return; /* a worker between fibers: nothing to preempt */
+		goto out; /* a worker between fibers: nothing to preempt */
 	saved_errno = *w->errno_ptr;
-	word = xf__preempt_word_get();
 	if ((word & XF_PREEMPT_NESTING) || must_defer(w, uc)) {
-		xf__preempt_word_set(word & ~XF_PREEMPT_NOT_PENDING);
+		/* Pending: taken at the enable that ends the critical section, or
+		 * by the ticker's next signal. */
+		xf__preempt_word_set(xf__preempt_word_get() & ~XF_PREEMPT_NOT_PENDING);
 		XF_STAT_INC(w, preemptions_deferred, 1);
-		if (!(word & XF_PREEMPT_NESTING)) {
-			/* Not inside the runtime: hand queued work to idle
-			 * workers even though this fiber cannot switch. */
-			xf__preempt_disable();
+		/* Not inside the runtime: hand queued work to idle workers even
+		 * though this fiber cannot switch. */
+		if (!(word & XF_PREEMPT_NESTING))
 			xf__runq_poll(w);
-			xf__preempt_enable_no_resched();
-		}
-		goto out;
+		goto restore_errno;
 	}
-	xf__preempt_disable();
 	f = w->current;
 	switches = w->stats.switches;
 	f->preempted = true;
@@ -266,9 +268,10 @@ static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 			uc->uc_stack = w->sigaltstack;
 	}
 	f->preempted = false;
-	xf__preempt_enable_no_resched();
-out:
+restore_errno:
 	*w->errno_ptr = saved_errno;
+out:
+	xf__preempt_enable_no_resched();
 }
 
 /* --- AMX without permission: name the fiber, say what to set --- */
