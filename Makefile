@@ -9,7 +9,7 @@ ASAN_BUILD  ?= build-asan
 JOBS        ?= $(shell nproc)
 CMAKE       ?= cmake
 
-.PHONY: all check bench clean install-deps
+.PHONY: all check bench clean deps
 
 all:
 	$(CMAKE) -S . -B $(BUILD) -DXFIBER_WERROR=ON -DXFIBER_DEBUG=ON
@@ -26,6 +26,11 @@ bench:
 	$(CMAKE) -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release
 	$(CMAKE) --build $(BENCH_BUILD) -j $(JOBS)
 	$(BENCH_BUILD)/tools/xfiber bench all --json=$(BENCH_BUILD)/bench.json
+
+# Optional: what the benchmark's peers, plots and validation use (root, Debian).
+deps:
+	apt-get update
+	apt-get install -y libboost-context-dev python3-matplotlib linux-perf rt-tests
 
 clean:
 	rm -rf $(BUILD) $(BENCH_BUILD) $(ASAN_BUILD)

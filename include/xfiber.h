@@ -397,7 +397,7 @@ typedef struct xf_worker_stats {
 	uint64_t xsaves;                /* XSAVE-family instructions the runtime executed */
 	uint64_t xrstors;               /* XRSTOR-family instructions the runtime executed */
 	uint64_t state_copies_avoided;  /* preempted fibers resumed straight from their frame */
-	uint64_t preempted_migrations;  /* ...of which on another worker than the one preempted */
+	uint64_t preempted_migrations;  /* ...of which on another worker: always 0 by design */
 	uint64_t tiles_released;        /* voluntary switches that ran TILERELEASE */
 	uint64_t frame_xstate_bytes;    /* extended-state bytes the kernel wrote into
 					 * preemption frames, per each frame's XSTATE_BV */

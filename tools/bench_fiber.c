@@ -33,8 +33,8 @@
 #include "bench_state.h"
 #include "tsc.h"
 
-#define MIN_STACK (64 * 1024)
-#define PARKED 100000
+#define MIN_STACK  (64 * 1024)
+#define PARKED	   100000
 #define CRUNCH_MIN (20u * 1000 * 1000)
 
 /* Which measurement a row makes: xf_bench_params.test. */
@@ -108,7 +108,7 @@ static double ticks_ns(uint64_t t)
 /* Two fibers ping-ponging n round trips; ns of the first fiber's loop. */
 static double pingpong_ns(int kind, struct xf_fb_pair *pp)
 {
-	void *(*partner)(void *) = kind == FB_YIELD ? xf_fb_yield_partner
+	void *(*partner)(void *) = kind == FB_YIELD  ? xf_fb_yield_partner
 				   : kind == FB_CHAN ? xf_fb_chan_partner
 						     : xf_fb_signal_partner;
 	xf_fiber *f;
@@ -302,8 +302,7 @@ static void *msg_receiver(void *arg)
 	return NULL;
 }
 
-static int messaging_run(const struct xf_bench_params *p, uint64_t iters,
-			 struct xf_bench_sample *s)
+static int messaging_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
 	const unsigned n = p->groups * p->fds;
 	struct msg_group *g = calloc(p->groups, sizeof(*g));
@@ -477,8 +476,8 @@ static int parked_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 		return err;
 	s->value = (t1 - t0) / PARKED;
 	s->elapsed_ns = t1 - t0;
-	snprintf(s->note, sizeof(s->note), "100,000 parked fibers with default stacks: +%ld MiB RSS",
-		 (rss1 - rss0) / 1024);
+	snprintf(s->note, sizeof(s->note),
+		 "100,000 parked fibers with default stacks: +%ld MiB RSS", (rss1 - rss0) / 1024);
 	xf_bench_sample_extra(s, "rss_mib", (double)(rss1 - rss0) / 1024.0);
 	return 0;
 }
@@ -581,8 +580,8 @@ static void *crunch(void *arg)
 }
 
 /* ns for `fibers` fibers each doing n rounds of crunch on the row's workers. */
-static double crunch_ns(const struct xf_bench_params *p, xf_config cfg, unsigned fibers,
-			uint64_t n, struct xf_bench_sample *s, uint64_t *preemptions)
+static double crunch_ns(const struct xf_bench_params *p, xf_config cfg, unsigned fibers, uint64_t n,
+			struct xf_bench_sample *s, uint64_t *preemptions)
 {
 	xf_fiber *f[8];
 	struct fb_runtime rt;
@@ -617,9 +616,10 @@ static int overhead_run(const struct xf_bench_params *p, uint64_t iters, struct 
 	uint64_t preempt = 0, n;
 
 	/* Cooperative and the default 1000 us slices alternate; medians.  A
-	 * fixed ~20 ms per fiber and round keeps timer noise small. */
+	 * fixed ~20 ms per fiber and round (p->loops million rounds of crunch)
+	 * keeps timer noise small. */
 	(void)iters;
-	n = CRUNCH_MIN;
+	n = (uint64_t)p->loops * 1000000u;
 	for (int i = 0; i < CRUNCH_ROUNDS; i++) {
 		uint64_t pr = 0;
 		coop[i] = crunch_ns(p, (xf_config){.cooperative = true}, fibers, n, s, NULL);
@@ -642,7 +642,9 @@ static int overhead_run(const struct xf_bench_params *p, uint64_t iters, struct 
 static int cost_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
 	double coop[CRUNCH_ROUNDS], sliced[CRUNCH_ROUNDS], per[CRUNCH_ROUNDS];
+	const uint64_t n = (uint64_t)p->loops * 1000000u;
 	uint64_t total = 0;
+	int rounds = 0;
 
 	/* Three fibers on one worker at 50 us slices, alternating with the
 	 * same work done cooperatively: the extra time per preemption - the
@@ -651,19 +653,19 @@ static int cost_run(const struct xf_bench_params *p, uint64_t iters, struct xf_b
 	(void)iters;
 	for (int i = 0; i < CRUNCH_ROUNDS; i++) {
 		uint64_t pr = 0;
-		coop[i] = crunch_ns(p, (xf_config){.cooperative = true}, 3, CRUNCH_MIN, s, NULL);
-		sliced[i] = crunch_ns(p, (xf_config){.slice_us = XF_SLICE_US_MIN}, 3, CRUNCH_MIN, s,
-				      &pr);
+		coop[i] = crunch_ns(p, (xf_config){.cooperative = true}, 3, n, s, NULL);
+		sliced[i] = crunch_ns(p, (xf_config){.slice_us = XF_SLICE_US_MIN}, 3, n, s, &pr);
 		if (coop[i] <= 0 || sliced[i] <= 0)
 			return ENOMEM;
-		if (!pr) {
-			snprintf(s->note, sizeof(s->note), "no preemption happened");
-			return EAGAIN;
-		}
-		per[i] = (sliced[i] - coop[i]) / (double)pr;
+		if (pr) /* a round too short for any slice to end says nothing */
+			per[rounds++] = (sliced[i] - coop[i]) / (double)pr;
 		total += pr;
 	}
-	s->value = median(per, CRUNCH_ROUNDS);
+	if (!rounds) {
+		snprintf(s->note, sizeof(s->note), "no preemption happened in any round");
+		return EAGAIN;
+	}
+	s->value = median(per, rounds);
 	s->elapsed_ns = 0;
 	for (int i = 0; i < CRUNCH_ROUNDS; i++)
 		s->elapsed_ns += coop[i] + sliced[i];
@@ -700,11 +702,17 @@ static int plan_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 			p.test = kind;
 			p.state = st;
 			xf_bench_plan_add(plan, &p, signal_run, "%s/%s",
-					  kind == FB_SIGNAL_SWITCH ? "preempt-switch" : "preempt-tick",
+					  kind == FB_SIGNAL_SWITCH ? "preempt-switch"
+								   : "preempt-tick",
 					  xf_bench_state_name(st));
 		}
 	}
+	/* The last two rows measure time differences that need real run
+	 * lengths: a --quick run would only show noise. */
+	if (o->quick)
+		return 0;
 	p.state = XF_STATE_NONE;
+	p.loops = CRUNCH_MIN / 1000000; /* million rounds of work */
 	p.test = FB_CPU_OVERHEAD;
 	if (o->ncpus >= 2) {
 		p.ncpus = 2;

@@ -35,11 +35,15 @@
  * is inside some other handler).  It marks the preemption pending instead:
  * the next call into the runtime takes it, or the ticker's next signal.
  *
- * Migration: a preempted fiber may resume on another worker.  The frame
- * would then restore the first worker's sigaltstack on the second
- * (uc_stack), so the handler rewrites uc_stack for the worker it resumes
- * on.  uc_sigmask needs nothing: a fiber is only preempted with the
- * workers' common mask.
+ * No migration while preempted: a fiber interrupted at an arbitrary
+ * instruction resumes on the worker - the thread - it was interrupted on.
+ * Thieves and the balancer leave preempted fibers alone (sched/worker.c).
+ * Interrupted code may hold a thread-local address in a register - &errno
+ * between __errno_location() and the load, say - and a resume on another
+ * thread would make it another fiber's; the frame's uc_sigmask and uc_stack
+ * would also be the first worker's.  Fibers still move between workers at
+ * calls into the runtime, where the ABI and docs/runtime.md's TLS rules
+ * apply.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -62,7 +66,7 @@ __thread uint32_t xf__preempt_word = XF_PREEMPT_NOT_PENDING;
 #define FP_XSTATE_MAGIC1 0x46505853u /* "FPXS": sw_reserved says an XSAVE image follows */
 #endif
 #define SW_RESERVED_OFFSET 464
-#define UNSAFE_MAX 64
+#define UNSAFE_MAX	   64
 
 static struct {
 	uintptr_t lo, hi;
@@ -120,9 +124,8 @@ static int add_system_objects(struct dl_phdr_info *info, size_t size, void *data
 	/* libc, the loader, the unwinder, the C++ runtime, ourselves, and the
 	 * sanitizer runtimes, whose allocators keep per-thread caches. */
 	static const char *const names[] = {
-		"/libc.so",     "/ld-linux",   "/libpthread.so", "/libgcc_s.so",
-		"/libstdc++.so", "/libxfiber.so", "/libasan.so",    "/libubsan.so",
-		"/libtsan.so",   "/liblsan.so",
+	    "/libc.so",	     "/ld-linux",   "/libpthread.so", "/libgcc_s.so", "/libstdc++.so",
+	    "/libxfiber.so", "/libasan.so", "/libubsan.so",   "/libtsan.so",  "/liblsan.so",
 	};
 	(void)size;
 	(void)data;
@@ -181,8 +184,8 @@ static uint64_t frame_xstate_bytes(const ucontext_t *uc)
 		return XSAVE_LEGACY_SIZE; /* FXSAVE-format frame */
 	memcpy(&bv, fp + XSAVE_HEADER_OFFSET, sizeof(bv));
 	return XSAVE_EXTENDED_OFFSET +
-	       xf__xstate_component_bytes(bv & ~(XF_XFEATURE_MASK(XF_XFEATURE_X87) |
-						 XF_XFEATURE_MASK(XF_XFEATURE_SSE)));
+	       xf__xstate_component_bytes(
+		   bv & ~(XF_XFEATURE_MASK(XF_XFEATURE_X87) | XF_XFEATURE_MASK(XF_XFEATURE_SSE)));
 }
 
 /* The debug-only half of the invariant: a resumed preempted fiber finds its
@@ -193,7 +196,8 @@ static void check_frame(const struct xf_fiber *f, const ucontext_t *uc)
 	const char *base = f->stack.base;
 
 	XF_WARN_ON(!f->preempted);
-	XF_WARN_ON(fp && !(f->flags & XF_FIBER_F_FIRST) && (fp < base || fp >= base + f->stack.size));
+	XF_WARN_ON(fp && !(f->flags & XF_FIBER_F_FIRST) &&
+		   (fp < base || fp >= base + f->stack.size));
 	(void)fp;
 	(void)base;
 }
@@ -262,10 +266,10 @@ static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 		XF_STAT_INC(w, preemptions, 1);
 		XF_STAT_INC(w, state_copies_avoided, 1);
 		XF_STAT_INC(w, frame_xstate_bytes, frame_xstate_bytes(uc));
+		/* Never elsewhere (see above); counted so a test can prove it. */
 		if (w != preempted_on)
 			XF_STAT_INC(w, preempted_migrations, 1);
-		if (uc->uc_stack.ss_sp != w->sigaltstack.ss_sp)
-			uc->uc_stack = w->sigaltstack;
+		XF_WARN_ON(w != preempted_on);
 	}
 	f->preempted = false;
 restore_errno:
@@ -363,9 +367,6 @@ void xf__preempt_uninstall(void)
 void xf__preempt_worker_enter(struct xf__worker *w)
 {
 	w->tid = (pid_t)syscall(SYS_gettid);
-	/* What sigreturn must leave this thread with (see the handler). */
-	sigaltstack(NULL, &w->sigaltstack);
-	w->sigaltstack.ss_flags &= ~SS_ONSTACK;
 }
 
 /* --- the soft mask's public face and slow path --- */

@@ -164,7 +164,6 @@ struct xf__worker {
 	pthread_t thread;
 	pid_t tid;
 	void *altstack; /* ours, for the stack-overflow report, or NULL */
-	stack_t sigaltstack; /* the thread's alternate stack as set up (ours or a sanitizer's) */
 
 	/* Counters: written by the owner only, read relaxed by xf_stats_get. */
 	xf_worker_stats stats __attribute__((aligned(64)));

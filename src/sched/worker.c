@@ -19,9 +19,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,7 +96,9 @@ static void answer_steal_request(struct xf__worker *w)
 	give_nr = w->runq.len - atomic_load_explicit(&thief->nr_queued, memory_order_relaxed);
 	give_nr = (int)give_nr > 0 ? (give_nr + 1) / 2 : 0;
 	while ((f = xf__fifo_pop(&w->runq))) {
-		if (give.len < give_nr && !(f->flags & XF_FIBER_F_PINNED))
+		/* Pinned fibers stay, and so do preempted ones: they resume on
+		 * the thread they were interrupted on (see preempt/signal.c). */
+		if (give.len < give_nr && !(f->flags & XF_FIBER_F_PINNED) && !f->preempted)
 			xf__fifo_push(&give, f);
 		else
 			xf__fifo_push(&keep, f);

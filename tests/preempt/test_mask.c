@@ -103,7 +103,8 @@ static void *libc_hammer(void *arg)
 			CHECK(p[i]);
 			memset(p[i], (int)i, 16);
 		}
-		snprintf(buf, sizeof(buf), "%lu %f %s", n, (double)n / 3.0, "libc under preemption");
+		snprintf(buf, sizeof(buf), "%lu %f %s", n, (double)n / 3.0,
+			 "libc under preemption");
 		for (int i = 0; i < 8; i++)
 			free(p[i]);
 		n++;
@@ -167,11 +168,13 @@ static void test_unsafe(void)
 	/* This whole test program: its fibers can then never be preempted. */
 	CHECK_ERR(xf_preempt_unsafe_add((void *)spinner), 0);
 	CHECK_ERR(xf_init(&(xf_config){.workers = 1, .slice_us = 50}), 0);
+	/* The spinners cannot be preempted, so no fiber - not even a sleeping
+	 * one - could wake to stop them: a plain thread does.  It starts first:
+	 * a preemption deferred in this (unsafe) code is still taken at the
+	 * next runtime call, such as the spawns, and may never come back. */
+	CHECK(pthread_create(&timer, NULL, stop_later, NULL) == 0);
 	CHECK_ERR(xf_spawn(&f[0], spinner, NULL, NULL), 0);
 	CHECK_ERR(xf_spawn(&f[1], spinner, NULL, NULL), 0);
-	/* The spinners cannot be preempted, so no fiber - not even a sleeping
-	 * one - could wake to stop them: a plain thread does. */
-	CHECK(pthread_create(&timer, NULL, stop_later, NULL) == 0);
 	CHECK_ERR(xf_join(f[0], NULL), 0);
 	CHECK_ERR(xf_join(f[1], NULL), 0);
 	pthread_join(timer, NULL);
