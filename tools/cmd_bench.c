@@ -43,7 +43,7 @@ static void bench_help(FILE *out)
 		"  --runs=N         timed runs per row after the warm-up (default 5)\n"
 		"  --time=S         seconds one run should take (default 0.2)\n"
 		"  --iterations=N   fixed operations per run instead of calibrating to --time\n"
-		"  --quick          tiny runs (1 run, ~10 ms, small messaging), for smoke tests\n"
+		"  --quick          tiny runs (1 run, ~30 ms, small messaging), for smoke tests\n"
 		"  --timeout=S      a run longer than this stops the benchmark (default 60)\n"
 		"  --baseline=ROW   the row %%speedup compares with (default: each table's first)\n"
 		"  --json=FILE      write every run's numbers, the machine and the settings\n"
@@ -392,7 +392,7 @@ static int settle(struct cli *c)
 	}
 	if (o->quick) {
 		o->runs = c->runs_set ? o->runs : 1;
-		o->run_time = c->time_set ? o->run_time : 0.01;
+		o->run_time = c->time_set ? o->run_time : 0.03;
 	}
 	/* hackbench's and perf's defaults; --quick makes them small. */
 	o->groups = c->messaging_set[0] ? o->groups : o->quick ? 2 : 10;

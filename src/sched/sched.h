@@ -26,11 +26,11 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <sys/types.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/compiler.h"
 #include "preempt/preempt.h"
@@ -41,16 +41,16 @@ struct xf__worker;
 enum xf__fiber_state {
 	XF_FIBER_RUNNABLE, /* in a run queue or running */
 	XF_FIBER_BLOCKED,  /* waiting on a wait queue, a join, or a timer */
-	XF_FIBER_DONE,     /* finished; result valid; stack released */
+	XF_FIBER_DONE,	   /* finished; result valid; stack released */
 };
 
 /* What the scheduler does with the fiber that switched away, once the
  * switch is complete (finish_switch). */
 enum xf__prev_action {
-	XF_PREV_NONE,    /* nothing: an idle context, or already handled */
+	XF_PREV_NONE,	 /* nothing: an idle context, or already handled */
 	XF_PREV_REQUEUE, /* it yielded: back to the tail of the local queue */
-	XF_PREV_BLOCK,   /* it waits: whoever wakes it requeues it */
-	XF_PREV_EXIT,    /* it finished: release its stack, wake its joiner */
+	XF_PREV_BLOCK,	 /* it waits: whoever wakes it requeues it */
+	XF_PREV_EXIT,	 /* it finished: release its stack, wake its joiner */
 };
 
 /* Results of a wait, in xf_fiber.wait_state. */
@@ -71,19 +71,19 @@ struct xf__stack {
 	void *region; /* the slab this stack came from, for unmapping */
 };
 
-#define XF_STACK_CACHE 64 /* stacks a worker keeps for reuse */
-#define XF_GUARD_SIZE (64 * 1024) /* below each stack; costs address space only */
+#define XF_STACK_CACHE 64	   /* stacks a worker keeps for reuse */
+#define XF_GUARD_SIZE  (64 * 1024) /* below each stack; costs address space only */
 
 struct xf__timer {
-	uint64_t deadline_ns;         /* CLOCK_MONOTONIC */
-	struct xf__worker *heap;      /* the worker whose heap holds it, or NULL */
-	unsigned index;               /* position in that heap */
+	uint64_t deadline_ns;	 /* CLOCK_MONOTONIC */
+	struct xf__worker *heap; /* the worker whose heap holds it, or NULL */
+	unsigned index;		 /* position in that heap */
 };
 
 struct xf_fiber {
 	uint32_t magic; /* XF_FIBER_MAGIC while the handle is valid */
 	uint32_t flags; /* XF_FIBER_F_* */
-	void *sp;       /* saved stack pointer while not running */
+	void *sp;	/* saved stack pointer while not running */
 	_Atomic int on_cpu;
 	_Atomic int state; /* enum xf__fiber_state */
 	int saved_errno;
@@ -93,9 +93,9 @@ struct xf_fiber {
 
 	/* Waiting: one wait at a time, so the bookkeeping lives here. */
 	struct xf_fiber *wait_next, *wait_prev; /* xf__waitq links */
-	xf__waitq *wait_queue;                  /* the queue it is linked on, or NULL */
-	_Atomic int wait_state;                 /* enum xf__wait_state */
-	void *wait_data;                        /* e.g. the message a channel waiter moves */
+	xf__waitq *wait_queue;			/* the queue it is linked on, or NULL */
+	_Atomic int wait_state;			/* enum xf__wait_state */
+	void *wait_data;			/* e.g. the message a channel waiter moves */
 	struct xf__timer timer;
 
 	/* Life and death. */
@@ -103,12 +103,12 @@ struct xf_fiber {
 	void *arg;
 	void *result;
 	_Atomic(struct xf_fiber *) joiner; /* the fiber blocked in xf_join, if any */
-	_Atomic int detach_state;          /* XF_DETACH_* */
+	_Atomic int detach_state;	   /* XF_DETACH_* */
 	struct xf__stack stack;
-	int home;                          /* pinned fibers: the worker they run on */
+	int home; /* pinned fibers: the worker they run on */
 
 	void **specific; /* fiber-local values, XF_KEYS_MAX of them, allocated lazily */
-	bool preempted;        /* switched out by a preemption signal: state in its frame */
+	bool preempted;	 /* switched out by a preemption signal: state in its frame */
 
 	/* Sanitizer bookkeeping for stack switches. */
 	void *asan_fake_stack;
@@ -116,8 +116,8 @@ struct xf_fiber {
 };
 
 #define XF_FIBER_F_PINNED 0x1
-#define XF_FIBER_F_IDLE 0x2  /* a worker's scheduler context, not a user fiber */
-#define XF_FIBER_F_FIRST 0x4 /* the fiber xf_init() turned the caller into */
+#define XF_FIBER_F_IDLE	  0x2 /* a worker's scheduler context, not a user fiber */
+#define XF_FIBER_F_FIRST  0x4 /* the fiber xf_init() turned the caller into */
 
 enum {
 	XF_DETACH_JOINABLE,
@@ -135,19 +135,19 @@ struct xf__worker {
 	/* Hot, owner-only. */
 	struct xf_fiber *current;
 	struct xf__fifo runq;
-	struct xf_fiber *idle;         /* this worker's scheduler context */
-	struct xf_fiber *prev;         /* the fiber finish_switch must settle */
-	int prev_action;               /* enum xf__prev_action */
-	int *errno_ptr;                /* this thread's errno */
+	struct xf_fiber *idle; /* this worker's scheduler context */
+	struct xf_fiber *prev; /* the fiber finish_switch must settle */
+	int prev_action;       /* enum xf__prev_action */
+	int *errno_ptr;	       /* this thread's errno */
 	unsigned id;
-	uint32_t sched_ticks;          /* scheduling points passed; paces timer polls */
+	uint32_t sched_ticks; /* scheduling points passed; paces timer polls */
 
 	/* Shared with other threads. */
 	_Atomic(struct xf_fiber *) inbox __attribute__((aligned(64)));
 	_Atomic unsigned steal_request; /* 1 + id of an idle worker asking for work */
-	_Atomic int steal_pending;      /* this worker asked someone and awaits the answer */
-	_Atomic unsigned nr_queued;     /* runq.len, published for thieves */
-	_Atomic uint32_t park_seq;      /* futex word; bumped by every unpark */
+	_Atomic int steal_pending;	/* this worker asked someone and awaits the answer */
+	_Atomic unsigned nr_queued;	/* runq.len, published for thieves */
+	_Atomic uint32_t park_seq;	/* futex word; bumped by every unpark */
 	_Atomic int parked;
 
 	/* Timers: a min-heap by deadline, guarded by timer_lock. */
@@ -169,8 +169,8 @@ struct xf__worker {
 	xf_worker_stats stats __attribute__((aligned(64)));
 
 	/* The ticker's view, written by the ticker only. */
-	uint64_t tick_switches;   /* stats.switches when last looked at */
-	uint64_t tick_since_ns;   /* when that count last changed */
+	uint64_t tick_switches; /* stats.switches when last looked at */
+	uint64_t tick_since_ns; /* when that count last changed */
 } __attribute__((aligned(64)));
 
 /* The whole runtime. */
@@ -184,18 +184,18 @@ struct xf__runtime {
 	struct xf__worker *workers;
 	struct xf_fiber *first; /* the fiber of the thread that called xf_init */
 	_Atomic uint64_t next_id;
-	_Atomic unsigned live;      /* fibers not yet finished, including the first */
+	_Atomic unsigned live; /* fibers not yet finished, including the first */
 	_Atomic unsigned nr_parked;
 	_Atomic unsigned nr_spinning;
 	_Atomic int stopping;
 	_Atomic uint32_t shutdown_waiting;
-	bool amx_possible;      /* tiles may be in use: TILERELEASE at voluntary switches */
-	bool preempt_enabled;   /* the ticker runs */
-	uint64_t base_sigmask;  /* the workers' signal mask (first 64 signals) */
+	bool amx_possible;     /* tiles may be in use: TILERELEASE at voluntary switches */
+	bool preempt_enabled;  /* the ticker runs */
+	uint64_t base_sigmask; /* the workers' signal mask (first 64 signals) */
 };
 
 /* One counter increment: plain load, add, store - no lock prefix. */
-#define XF_STAT_INC(w, field, n)                                                   \
+#define XF_STAT_INC(w, field, n)                                                                   \
 	__atomic_store_n(&(w)->stats.field, (w)->stats.field + (n), __ATOMIC_RELAXED)
 
 extern struct xf__runtime xf__rt;
@@ -205,7 +205,7 @@ extern struct xf__runtime xf__rt;
  * library.  Read through a volatile asm so the compiler can never reuse the
  * value across a switch, which may have moved the caller to another thread. */
 extern __thread struct xf__worker *xf__tls_worker
-	__attribute__((visibility("hidden"), tls_model("initial-exec")));
+    __attribute__((visibility("hidden"), tls_model("initial-exec")));
 
 static inline struct xf__worker *xf__this_worker(void)
 {
@@ -295,6 +295,10 @@ void xf__waitq_push(xf__waitq *q, struct xf_fiber *f);
 struct xf_fiber *xf__waitq_pop(xf__waitq *q);
 void xf__waitq_remove(xf__waitq *q, struct xf_fiber *f);
 struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state);
+/* Claims every waiter of q (lock held), chaining them onto list, which it
+ * returns; xf__wake_list() wakes such a list once the lock is dropped. */
+struct xf_fiber *xf__waitq_claim_all(xf__waitq *q, int state, struct xf_fiber *list);
+void xf__wake_list(struct xf_fiber *list);
 
 static inline _Atomic uint32_t *xf__waitq_lock(xf__waitq *q)
 {

@@ -177,7 +177,7 @@ int xf_chan_timed_recv(xf_chan *ch, void *msg, uint64_t timeout_ns)
 
 int xf_chan_close(xf_chan *ch)
 {
-	struct xf_fiber *woken = NULL, *f;
+	struct xf_fiber *woken;
 
 	if (!ch)
 		return EINVAL;
@@ -189,17 +189,9 @@ int xf_chan_close(xf_chan *ch)
 	ch->closed = true;
 	/* Waiting senders fail (their messages are not delivered); waiting
 	 * receivers fail too: with receivers waiting the ring is empty. */
-	while ((f = xf__waitq_claim(&ch->senders, XF_WAIT_CLOSED)) ||
-	       (f = xf__waitq_claim(&ch->receivers, XF_WAIT_CLOSED))) {
-		f->wait_next = woken;
-		woken = f;
-	}
+	woken = xf__waitq_claim_all(&ch->senders, XF_WAIT_CLOSED, NULL);
+	woken = xf__waitq_claim_all(&ch->receivers, XF_WAIT_CLOSED, woken);
 	xf__spin_unlock(&ch->lock);
-	while (woken) {
-		f = woken;
-		woken = f->wait_next;
-		f->wait_next = NULL;
-		xf__wake(f);
-	}
+	xf__wake_list(woken);
 	return 0;
 }

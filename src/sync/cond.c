@@ -71,21 +71,13 @@ int xf_cond_signal(xf_cond *c)
 
 int xf_cond_broadcast(xf_cond *c)
 {
-	struct xf_fiber *woken = NULL, *f;
+	struct xf_fiber *woken;
 
 	if (!c)
 		return EINVAL;
 	xf__spin_lock(xf__waitq_lock(&c->wq));
-	while ((f = xf__waitq_claim(&c->wq, XF_WAIT_WOKEN))) {
-		f->wait_next = woken; /* unlinked: the link is free to reuse */
-		woken = f;
-	}
+	woken = xf__waitq_claim_all(&c->wq, XF_WAIT_WOKEN, NULL);
 	xf__spin_unlock(xf__waitq_lock(&c->wq));
-	while (woken) {
-		f = woken;
-		woken = f->wait_next;
-		f->wait_next = NULL;
-		xf__wake(f);
-	}
+	xf__wake_list(woken);
 	return 0;
 }

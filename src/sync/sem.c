@@ -57,7 +57,9 @@ int xf_sem_trywait(xf_sem *s)
 
 int xf_sem_timedwait(xf_sem *s, uint64_t timeout_ns)
 {
-	return timeout_ns ? wait_common(s, false, timeout_ns) : xf_sem_trywait(s) == EAGAIN ? ETIMEDOUT : 0;
+	return timeout_ns		     ? wait_common(s, false, timeout_ns)
+	       : xf_sem_trywait(s) == EAGAIN ? ETIMEDOUT
+					     : 0;
 }
 
 int xf_sem_post(xf_sem *s)

@@ -58,8 +58,7 @@ struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state)
 	return NULL;
 }
 
-int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self,
-		   uint64_t timeout_ns)
+int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self, uint64_t timeout_ns)
 {
 	int state;
 
@@ -72,4 +71,26 @@ int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self,
 		xf__spin_unlock(lock);
 	}
 	return state;
+}
+
+struct xf_fiber *xf__waitq_claim_all(xf__waitq *q, int state, struct xf_fiber *list)
+{
+	struct xf_fiber *f;
+
+	/* Unlinked fibers' wait_next is free: it chains the list. */
+	while ((f = xf__waitq_claim(q, state))) {
+		f->wait_next = list;
+		list = f;
+	}
+	return list;
+}
+
+void xf__wake_list(struct xf_fiber *list)
+{
+	while (list) {
+		struct xf_fiber *f = list;
+		list = f->wait_next;
+		f->wait_next = NULL;
+		xf__wake(f);
+	}
 }

@@ -28,6 +28,17 @@ const char *xf__regs_class_name(unsigned cls)
 	return NULL;
 }
 
+unsigned xf__regs_class_parse(const char *name)
+{
+	if (!strcmp(name, "all"))
+		return xf__regs_classes_available();
+	for (unsigned c = 1; c <= XF_REGS_AMX; c <<= 1) {
+		if (!strcmp(name, xf__regs_class_name(c)))
+			return c;
+	}
+	return 0;
+}
+
 unsigned xf__regs_classes_available(void)
 {
 	uint64_t xcr0 = xf__xstate.info.xcr0;

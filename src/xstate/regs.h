@@ -61,6 +61,10 @@ void xf__regs_randomize(struct xf__regs *r, uint64_t seed);
 int xf__regs_compare(const struct xf__regs *expected, const struct xf__regs *actual,
 		     unsigned classes, char *msg, unsigned msg_size);
 
+/* The classes a name stands for ("x87", ..., "amx", or "all" available
+ * here), or 0 for an unknown name. */
+unsigned xf__regs_class_parse(const char *name);
+
 /* A name for one class ("x87", "sse", ...), or NULL. */
 const char *xf__regs_class_name(unsigned cls);
 #endif

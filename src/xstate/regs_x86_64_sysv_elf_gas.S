@@ -14,23 +14,10 @@
  */
 #include "xstate/regs.h"
 
+#include "arch/asm.h"
+
 	.file	"regs_x86_64_sysv_elf_gas.S"
 	.text
-
-.macro FUNCTION name
-	.globl	\name
-	.hidden	\name
-	.type	\name, @function
-	.align	16
-\name:
-	.cfi_startproc
-	endbr64
-.endm
-
-.macro END_FUNCTION name
-	.cfi_endproc
-	.size	\name, .-\name
-.endm
 
 FUNCTION xf__regs_load
 	testl	$XF_REGS_X87, %esi

@@ -27,6 +27,8 @@
 
 #define XSAVE_HEADER 512 /* offset of the XSAVE header in any image */
 
+#include "arch/asm.h"
+
 	.file	"xsave_x86_64_sysv_elf_gas.S"
 	.text
 
@@ -49,20 +51,6 @@
 	shrq	$32, %rdx			/* high half in edx */
 .endm
 
-.macro FUNCTION name
-	.globl	\name
-	.hidden	\name
-	.type	\name, @function
-	.align	16
-\name:
-	.cfi_startproc
-	endbr64					/* valid target for indirect branches under CET/IBT */
-.endm
-
-.macro END_FUNCTION name
-	.cfi_endproc
-	.size	\name, .-\name
-.endm
 
 /* void xf__xsaveopt(void *image, uint64_t rfbm)
  * Standard format; skips components in init state and, when this image was

@@ -3,7 +3,11 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "testlib.h"
+#include "xstate/regs.h"
 
 void xf_test_skip(const char *fmt, ...)
 {
@@ -33,4 +37,43 @@ void xf_test_fail_at(const char *file, int line, const char *fmt, ...)
 const char *xf_test_errname(int err)
 {
 	return err ? strerrorname_np(err) : "0";
+}
+
+unsigned xf_test_parse_class(const char *name)
+{
+	unsigned c = xf__regs_class_parse(name);
+
+	if (!c)
+		xf_test_fail("unknown register class '%s'", name);
+	return c;
+}
+
+int xf_test_run_child(void (*fn)(void), char *out, size_t size)
+{
+	int pipefd[2], status;
+	size_t used = 0;
+	pid_t pid;
+
+	if (pipe(pipefd))
+		xf_test_fail("pipe failed");
+	pid = fork();
+	if (pid < 0)
+		xf_test_fail("fork failed");
+	if (pid == 0) {
+		dup2(pipefd[1], STDERR_FILENO);
+		fn();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	/* Read to the end: a message may come in several writes. */
+	while (used + 1 < size) {
+		ssize_t r = read(pipefd[0], out + used, size - 1 - used);
+		if (r <= 0)
+			break;
+		used += (size_t)r;
+	}
+	out[used] = 0;
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	return status;
 }

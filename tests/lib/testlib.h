@@ -31,4 +31,12 @@ __attribute__((noreturn, format(printf, 3, 4))) void xf_test_fail_at(const char 
 
 const char *xf_test_errname(int err);
 
+/* The register classes a name stands for (see xf__regs_class_parse), or
+ * fails the test for an unknown name. */
+unsigned xf_test_parse_class(const char *name);
+
+/* Runs fn() in a child process with its stderr captured into out (size
+ * bytes, NUL-terminated); returns the child's wait status. */
+int xf_test_run_child(void (*fn)(void), char *out, size_t size);
+
 #endif

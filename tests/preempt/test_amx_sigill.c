@@ -20,35 +20,25 @@ static void *use_tiles(void *arg)
 	return NULL;
 }
 
+static void child(void)
+{
+	xf_fiber *f;
+
+	xf_init(&(xf_config){.workers = 1}); /* no .amx */
+	xf_spawn(&f, use_tiles, NULL, NULL);
+	xf_join(f, NULL);
+}
+
 int main(void)
 {
-	int pipefd[2], status;
-	char out[1024] = {0};
-	pid_t pid;
+	char out[1024];
+	int status = xf_test_run_child(child, out, sizeof(out));
 
-	CHECK(pipe(pipefd) == 0);
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		xf_fiber *f;
-		dup2(pipefd[1], STDERR_FILENO);
-		xf_init(&(xf_config){.workers = 1}); /* no .amx */
-		xf_spawn(&f, use_tiles, NULL, NULL);
-		xf_join(f, NULL);
-		_exit(0);
-	}
-	close(pipefd[1]);
-	for (size_t used = 0, n; used < sizeof(out) - 1; used += n) {
-		ssize_t r = read(pipefd[0], out + used, sizeof(out) - 1 - used);
-		if (r <= 0)
-			break;
-		n = (size_t)r;
-	}
-	waitpid(pid, &status, 0);
 	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGILL)
 		xf_test_fail("child did not die of SIGILL (status 0x%x): %s", status, out);
 	if (!strstr(out, "xfiber: fiber 2 used AMX tiles without permission: set xf_config.amx") &&
-	    !strstr(out, "xfiber: fiber 2 used an AMX instruction, but this CPU or kernel has no AMX"))
+	    !strstr(out,
+		    "xfiber: fiber 2 used an AMX instruction, but this CPU or kernel has no AMX"))
 		xf_test_fail("no AMX report; stderr was: %s", out);
 	printf("reported: %s", out);
 	return 0;

@@ -200,17 +200,6 @@ static void *probe(void *arg)
 	return NULL;
 }
 
-static unsigned parse_class(const char *name)
-{
-	if (!strcmp(name, "all"))
-		return xf__regs_classes_available();
-	for (unsigned c = 1; c <= XF_REGS_AMX; c <<= 1) {
-		if (!strcmp(name, xf__regs_class_name(c)))
-			return c;
-	}
-	xf_test_fail("unknown class '%s'", name);
-}
-
 int main(int argc, char **argv)
 {
 	struct spinner sp[SPINNERS];
@@ -225,7 +214,7 @@ int main(int argc, char **argv)
 
 	if (argc < 3)
 		xf_test_fail("usage: test_preempt CLASS MODE [SLICE_US] [MILLISECONDS]");
-	classes = parse_class(argv[1]);
+	classes = xf_test_parse_class(argv[1]);
 	mode = argv[2];
 	if ((xf__regs_classes_available() & classes) != classes)
 		xf_test_skip("this CPU lacks register class %s", argv[1]);

@@ -29,35 +29,23 @@ static void *overflow(void *arg)
 	return (void *)(intptr_t)recurse(NULL, 0);
 }
 
+static void child(void)
+{
+	xf_fiber *f;
+
+	xf_init(&(xf_config){.workers = 1});
+	xf_spawn(&f, overflow, NULL, NULL);
+	xf_join(f, NULL); /* returns only if the overflow went unnoticed */
+}
+
 int main(void)
 {
-	int pipefd[2], status;
-	char out[1024] = {0};
-	pid_t pid;
-	ssize_t n;
+	char out[1024];
+	int status = xf_test_run_child(child, out, sizeof(out));
 
-	CHECK(pipe(pipefd) == 0);
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		xf_fiber *f;
-		dup2(pipefd[1], STDERR_FILENO);
-		xf_init(&(xf_config){.workers = 1});
-		xf_spawn(&f, overflow, NULL, NULL);
-		xf_join(f, NULL);
-		_exit(0); /* reached only if the overflow went unnoticed */
-	}
-	close(pipefd[1]);
-	n = 0;
-	for (ssize_t r; n < (ssize_t)sizeof(out) - 1; n += r) {
-		r = read(pipefd[0], out + n, sizeof(out) - 1 - (size_t)n);
-		if (r <= 0)
-			break;
-	}
-	waitpid(pid, &status, 0);
 	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
 		xf_test_fail("child did not abort (status 0x%x); it printed: %s", status, out);
-	if (n <= 0 || !strstr(out, "fiber 2 overflowed its stack"))
+	if (!strstr(out, "fiber 2 overflowed its stack"))
 		xf_test_fail("no overflow report; stderr was: %s", out);
 	printf("overflow reported: %s", out);
 	return 0;

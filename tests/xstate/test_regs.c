@@ -17,17 +17,6 @@
 #include "xfiber.h"
 #include "xstate/xstate.h"
 
-static unsigned parse_class(const char *name)
-{
-	if (!strcmp(name, "all"))
-		return xf__regs_classes_available();
-	for (unsigned c = 1; c <= XF_REGS_AMX; c <<= 1) {
-		if (!strcmp(name, xf__regs_class_name(c)))
-			return c;
-	}
-	xf_test_fail("unknown class '%s'", name);
-}
-
 /* Components each class lives in, for the XINUSE checks of the leak case. */
 static uint64_t class_features(unsigned classes)
 {
@@ -172,7 +161,7 @@ int main(int argc, char **argv)
 
 	if (argc < 3)
 		xf_test_fail("usage: test_regs roundtrip|leak CLASS [ITERATIONS]");
-	classes = parse_class(argv[2]);
+	classes = xf_test_parse_class(argv[2]);
 	iterations = argc > 3 ? (unsigned)atoi(argv[3]) : 300;
 	CHECK_ERR(xf_xstate_info_get(&info), 0);
 	require(classes, &info);
