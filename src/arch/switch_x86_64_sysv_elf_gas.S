@@ -17,6 +17,7 @@
  *
  * No system call, no signal-mask change, no XSAVE here.
  */
+#include "arch/asm.h"
 #include "arch/context.h"
 
 	.file	"switch_x86_64_sysv_elf_gas.S"
@@ -27,13 +28,7 @@
  *   rdi  where to publish the outgoing stack pointer
  *   rsi  the incoming context's stack pointer
  */
-	.globl	xf__context_switch
-	.hidden	xf__context_switch
-	.type	xf__context_switch, @function
-	.align	16
-xf__context_switch:
-	.cfi_startproc
-	endbr64
+FUNCTION xf__context_switch
 	pushq	%rbp				/* callee-saved GPRs, in the order of context.h */
 	.cfi_adjust_cfa_offset 8
 	pushq	%rbx
@@ -77,28 +72,20 @@ xf__context_switch:
 .Lload_fcw:
 	fldcw	XF_CTX_FCW(%rsp)		/* marks x87 in use; only when it must */
 	jmp	.Lrestore
-	.cfi_endproc
-	.size	xf__context_switch, .-xf__context_switch
+END_FUNCTION xf__context_switch
 
 /*
  * void xf__fiber_start(void)
  * Entered by the ret of the first switch into a new fiber, with r12 = the
  * argument given to xf__context_make.  Never returns.
  */
-	.globl	xf__fiber_start
-	.hidden	xf__fiber_start
-	.type	xf__fiber_start, @function
-	.align	16
-xf__fiber_start:
-	.cfi_startproc
+FUNCTION xf__fiber_start
 	.cfi_undefined rip			/* outermost frame: unwinders stop here */
-	endbr64
 	xorl	%ebp, %ebp			/* end of the frame-pointer chain */
 	movq	%r12, %rdi			/* xf__fiber_main(arg) */
 	andq	$-16, %rsp			/* the ABI wants rsp 16-aligned at a call */
 	call	xf__fiber_main
 	ud2					/* xf__fiber_main never returns */
-	.cfi_endproc
-	.size	xf__fiber_start, .-xf__fiber_start
+END_FUNCTION xf__fiber_start
 
 	.section .note.GNU-stack,"",%progbits
