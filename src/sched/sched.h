@@ -36,6 +36,9 @@
 #include "preempt/preempt.h"
 #include "xfiber.h"
 
+/* Internal symbols: direct, not GOT-indirect, access from within the library. */
+#pragma GCC visibility push(hidden)
+
 struct xf__worker;
 
 enum xf__fiber_state {
@@ -337,5 +340,7 @@ void xf__maybe_wake_idle(struct xf__worker *w);
 /* Asks victim to hand thief half the difference of their queues, at its
  * next scheduling point.  False if either already has a request out. */
 bool xf__steal_request(struct xf__worker *thief, struct xf__worker *victim);
+
+#pragma GCC visibility pop
 
 #endif

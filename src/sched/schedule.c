@@ -59,8 +59,6 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	while (unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
 		__builtin_ia32_pause();
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
-	if (next->home != (int)w->id && !(next->flags & XF_FIBER_F_PINNED))
-		next->home = (int)w->id;
 	if (action == XF_PREV_REQUEUE)
 		xf__runq_push(w, prev);
 	XF_STAT_INC(w, switches, 1);
@@ -165,6 +163,7 @@ void xf__wake(struct xf_fiber *f)
 	xf__ticker_poke();
 	w = xf__this_worker();
 	if (w && (!(f->flags & XF_FIBER_F_PINNED) || home == w)) {
+		f->home = (int)w->id; /* where it will run: its home from now on */
 		xf__runq_push(w, f);
 		xf__maybe_wake_idle(w);
 	} else {

@@ -128,6 +128,9 @@ void xf__runq_poll_slow(struct xf__worker *w)
 	}
 	while (reversed) {
 		struct xf_fiber *next = reversed->run_next;
+		/* Stolen fibers now live here (pinned ones always did). */
+		if (!(reversed->flags & XF_FIBER_F_PINNED))
+			reversed->home = (int)w->id;
 		xf__fifo_push(&w->runq, reversed);
 		reversed = next;
 	}

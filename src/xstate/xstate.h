@@ -13,6 +13,9 @@
 
 #include "xfiber.h"
 
+/* Internal symbols: direct, not GOT-indirect, access from within the library. */
+#pragma GCC visibility push(hidden)
+
 /* Layout facts from the Intel SDM, vol. 1, 13.4. */
 #define XSAVE_LEGACY_SIZE	 512 /* x87 + SSE region of every image */
 #define XSAVE_HEADER_OFFSET	 512
@@ -77,5 +80,7 @@ uint32_t xf__xsave_strategy_size(xf_xsave_strategy s);
  * 160 bytes, SSE its 256), without the header: what an XSAVE-family
  * instruction writes for those components. */
 uint32_t xf__xstate_component_bytes(uint64_t mask);
+
+#pragma GCC visibility pop
 
 #endif
