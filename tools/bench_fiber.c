@@ -505,19 +505,6 @@ static double bare_signal_ns(struct xf_fb_pair *pp)
 	return ticks_ns(t) / (double)bare.n;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 #define SIGNAL_ROUNDS 9
 
 static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
@@ -552,8 +539,8 @@ static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	}
 	fb_stop(&rt, s);
 	free(r);
-	m = median(ns, SIGNAL_ROUNDS);
-	b = median(bare, SIGNAL_ROUNDS);
+	m = xf_median(ns, SIGNAL_ROUNDS);
+	b = xf_median(bare, SIGNAL_ROUNDS);
 	s->value = m;
 	s->elapsed_ns = m * (double)iters;
 	snprintf(s->note, sizeof(s->note),
@@ -628,8 +615,8 @@ static int overhead_run(const struct xf_bench_params *p, uint64_t iters, struct 
 			return ENOMEM;
 		preempt += pr;
 	}
-	c = median(coop, CRUNCH_ROUNDS);
-	t = median(sliced, CRUNCH_ROUNDS);
+	c = xf_median(coop, CRUNCH_ROUNDS);
+	t = xf_median(sliced, CRUNCH_ROUNDS);
 	s->value = t / (double)n;
 	s->elapsed_ns = (c + t) * CRUNCH_ROUNDS;
 	snprintf(s->note, sizeof(s->note),
@@ -665,7 +652,7 @@ static int cost_run(const struct xf_bench_params *p, uint64_t iters, struct xf_b
 		snprintf(s->note, sizeof(s->note), "no preemption happened in any round");
 		return EAGAIN;
 	}
-	s->value = median(per, rounds);
+	s->value = xf_median(per, (size_t)rounds);
 	s->elapsed_ns = 0;
 	for (int i = 0; i < CRUNCH_ROUNDS; i++)
 		s->elapsed_ns += coop[i] + sliced[i];

@@ -10,17 +10,6 @@
 #include "xsave_costs.h"
 #include "xstate/xstate.h"
 
-/* Every component back to init: XRSTOR of an image whose XSTATE_BV is 0. */
-static void reset_to_init(void *buf)
-{
-	uint64_t *q = buf;
-
-	for (unsigned i = 0; i < XSAVE_EXTENDED_OFFSET / sizeof(uint64_t); i++)
-		q[i] = 0;
-	q[FXSAVE_MXCSR_OFFSET / sizeof(uint64_t)] = MXCSR_DEFAULT;
-	xf__xrstor(buf, xf__xstate.engine.xcr0);
-}
-
 uint64_t xf__cost_batch(enum xf_cost_op op, unsigned classes, const struct xf__regs *regs,
 			void *buf, unsigned iters, uint64_t *xinuse)
 {
@@ -28,7 +17,7 @@ uint64_t xf__cost_batch(enum xf_cost_op op, unsigned classes, const struct xf__r
 	const size_t size = xf__xstate.engine.save_size;
 	uint64_t t0, t1;
 
-	reset_to_init(buf);
+	xf__xstate_reset_all();
 	if (classes)
 		xf__regs_load(regs, classes);
 	/* XRSTOR needs an image of this very state; the pairs start from one. */
@@ -79,6 +68,6 @@ uint64_t xf__cost_batch(enum xf_cost_op op, unsigned classes, const struct xf__r
 	}
 	t1 = xf_tsc_read();
 	/* Leave nothing behind that makes the caller's kernel switches dearer. */
-	reset_to_init(buf);
+	xf__xstate_reset_all();
 	return t1 - t0;
 }

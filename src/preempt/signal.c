@@ -55,6 +55,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "common/fmt.h"
 #include "preempt/preempt.h"
 #include "sched/runq.h"
 #include "sched/sched.h"
@@ -304,16 +305,8 @@ static void sigill_handler(int sig, siginfo_t *si, void *ucv)
 
 	if (w && is_amx_instruction(ip)) {
 		char id[24];
-		uint64_t v = w->current->id;
-		int n = 0;
-		char tmp[24];
 
-		do
-			tmp[n++] = (char)('0' + v % 10);
-		while ((v /= 10));
-		for (int i = 0; i < n; i++)
-			id[i] = tmp[n - 1 - i];
-		id[n] = 0;
+		id[xf__fmt_u64(id, w->current->id)] = 0;
 		say("xfiber: fiber ");
 		say(id);
 		if (xf__xstate.info.has_amx)

@@ -42,9 +42,8 @@
 struct xf__worker;
 
 enum xf__fiber_state {
-	XF_FIBER_RUNNABLE, /* in a run queue or running */
-	XF_FIBER_BLOCKED,  /* waiting on a wait queue, a join, or a timer */
-	XF_FIBER_DONE,	   /* finished; result valid; stack released */
+	XF_FIBER_ALIVE, /* running, queued or waiting */
+	XF_FIBER_DONE,  /* finished; result valid; stack released */
 };
 
 /* What the scheduler does with the fiber that switched away, once the

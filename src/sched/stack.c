@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/fmt.h"
 #include "sched/sched.h"
 
 #ifndef MADV_GUARD_INSTALL
@@ -36,7 +37,7 @@
 #endif
 
 #define XF_SLAB_STACKS 16
-#define PAGE 4096u
+#define PAGE	       4096u
 
 struct slab {
 	struct slab *next;
@@ -46,10 +47,10 @@ struct slab {
 
 static struct {
 	pthread_mutex_t lock;
-	struct slab *slabs;      /* every slab, for release at shutdown */
-	char *carve;             /* next unused slot in the newest slab */
+	struct slab *slabs; /* every slab, for release at shutdown */
+	char *carve;	    /* next unused slot in the newest slab */
 	unsigned carve_left;
-	struct xf__stack *pool;  /* returned default-size stacks */
+	struct xf__stack *pool; /* returned default-size stacks */
 	size_t pool_nr, pool_cap;
 	struct sigaction old_segv;
 	bool handler_installed;
@@ -114,7 +115,8 @@ static int stack_from_slab(size_t usable, struct xf__stack *out)
 	}
 	if (guard(stacks.carve))
 		return ENOMEM;
-	*out = (struct xf__stack){.base = stacks.carve + XF_GUARD_SIZE, .size = usable, .region = NULL};
+	*out = (struct xf__stack){
+	    .base = stacks.carve + XF_GUARD_SIZE, .size = usable, .region = NULL};
 	stacks.carve += slot;
 	stacks.carve_left--;
 	return 0;
@@ -185,19 +187,6 @@ void xf__stacks_release(void)
 
 /* --- stack overflow reports --- */
 
-static size_t fmt_u64(char *out, uint64_t v)
-{
-	char tmp[24];
-	size_t n = 0, i = 0;
-
-	do
-		tmp[n++] = (char)('0' + v % 10);
-	while ((v /= 10));
-	while (n)
-		out[i++] = tmp[--n];
-	return i;
-}
-
 static void say(const char *s, char *buf, size_t *len)
 {
 	while (*s && *len < 255)
@@ -217,11 +206,11 @@ static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, voi
 		size_t len = 0;
 
 		say("xfiber: fiber ", buf, &len);
-		len += fmt_u64(buf + len, f->id);
+		len += xf__fmt_u64(buf + len, f->id);
 		say(" overflowed its stack (", buf, &len);
-		len += fmt_u64(buf + len, f->stack.size - xf__rt.frame_reserve);
+		len += xf__fmt_u64(buf + len, f->stack.size - xf__rt.frame_reserve);
 		say(" bytes + ", buf, &len);
-		len += fmt_u64(buf + len, xf__rt.frame_reserve);
+		len += xf__fmt_u64(buf + len, xf__rt.frame_reserve);
 		say(" reserved for signal frames); raise xf_attr.stack_size or "
 		    "xf_config.stack_size\n",
 		    buf, &len);

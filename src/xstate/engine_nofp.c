@@ -151,13 +151,22 @@ void xf_xstate_vzeroupper(void)
 		xf__vzeroupper();
 }
 
+/* XRSTOR of a standard-format image whose XSTATE_BV is 0: every component
+ * in mask goes to its init state.  XRSTOR still loads MXCSR from the legacy
+ * region when mask names SSE or AVX, so the caller says which MXCSR. */
+static void xrstor_zero_image(uint64_t mask, uint32_t mxcsr)
+{
+	uint64_t image[XSAVE_EXTENDED_OFFSET / sizeof(uint64_t)] __attribute__((aligned(64)));
+
+	for (unsigned i = 0; i < XF_ARRAY_SIZE(image); i++)
+		image[i] = 0;
+	image[FXSAVE_MXCSR_OFFSET / sizeof(uint64_t)] = mxcsr;
+	xf__xrstor(image, mask);
+}
+
 int xf_xstate_init_components(uint64_t mask)
 {
 	const struct xf__xstate_engine *e = &xf__xstate.engine;
-	/* A standard-format image with XSTATE_BV = 0: XRSTOR inits every
-	 * component in RFBM.  It still loads MXCSR from the legacy region when
-	 * RFBM names SSE or AVX, so the current MXCSR goes there. */
-	uint64_t image[XSAVE_EXTENDED_OFFSET / sizeof(uint64_t)] __attribute__((aligned(64)));
 	const uint64_t legacy =
 	    XF_XFEATURE_MASK(XF_XFEATURE_X87) | XF_XFEATURE_MASK(XF_XFEATURE_SSE);
 
@@ -165,11 +174,13 @@ int xf_xstate_init_components(uint64_t mask)
 		return ENOTSUP;
 	if ((mask & ~e->xcr0) || (mask & legacy))
 		return EINVAL;
-	if (!mask)
-		return 0;
-	for (unsigned i = 0; i < XF_ARRAY_SIZE(image); i++)
-		image[i] = 0;
-	image[FXSAVE_MXCSR_OFFSET / sizeof(uint64_t)] = xf__stmxcsr();
-	xf__xrstor(image, mask);
+	if (mask)
+		xrstor_zero_image(mask, xf__stmxcsr()); /* MXCSR is kept */
 	return 0;
+}
+
+void xf__xstate_reset_all(void)
+{
+	if (xf__xstate.info.has_xsave)
+		xrstor_zero_image(xf__xstate.engine.xcr0, MXCSR_DEFAULT);
 }

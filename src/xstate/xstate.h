@@ -47,7 +47,7 @@ struct xf__xstate_engine {
 
 struct xf__xstate {
 	struct xf__xstate_engine engine;
-	bool amx_granted; /* this process may use tiles (set by discovery or request_amx) */
+	bool amx_granted;    /* this process may use tiles (set by discovery or request_amx) */
 	xf_xstate_info info; /* the full picture, except the live xinuse/xcomp_perm */
 	char strategy_error[160];
 };
@@ -66,6 +66,11 @@ void xf__tilerelease(void);
 void xf__vzeroupper(void);
 uint32_t xf__stmxcsr(void);
 uint16_t xf__fnstcw(void);
+
+/* Every enabled component to its init state, MXCSR and the x87 control word
+ * to their defaults (XINUSE 0): for benchmarks that must start from nothing
+ * live.  General registers only; no-op without XSAVE. */
+void xf__xstate_reset_all(void);
 
 /* Parses a strategy name; XF_XSAVE_NONE for an unknown one. */
 xf_xsave_strategy xf__xsave_strategy_parse(const char *name);
