@@ -56,12 +56,24 @@ _Static_assert(offsetof(struct xf__switch_frame, rbp) == XF_CTX_RBP, "context.h"
 _Static_assert(offsetof(struct xf__switch_frame, rip) == XF_CTX_RIP, "context.h");
 _Static_assert(sizeof(struct xf__switch_frame) == XF_CTX_SIZE, "context.h");
 
-/* Saves the caller's context, publishes its stack pointer in *save_sp, and
- * resumes the context whose stack pointer is next_sp.  Returns when someone
- * switches back to the saved context. */
-void xf__context_switch(void **save_sp, void *next_sp);
+struct xf__worker;
 
-/* Where a new fiber's first switch returns to; calls xf__fiber_main(r12). */
+/* What the switch that resumed a context hands it, in rax:rdx: the worker
+ * that switched to it, and the context that ran before, tagged. */
+struct xf__switched {
+	struct xf__worker *w;
+	uintptr_t prev;
+};
+
+/* Saves the caller's context, publishes its stack pointer in *save_sp, and
+ * resumes the context whose stack pointer is next_sp, handing it w and prev.
+ * Returns when someone switches back to the saved context, with what that
+ * switch handed over. */
+struct xf__switched xf__context_switch(void **save_sp, void *next_sp, struct xf__worker *w,
+				       uintptr_t prev);
+
+/* Where a new fiber's first switch returns to; calls
+ * xf__fiber_main(r12, what the switch handed over). */
 void xf__fiber_start(void);
 
 /* Builds a new context on the stack whose top is stack_top (16-aligned) so

@@ -24,9 +24,15 @@
 	.text
 
 /*
- * void xf__context_switch(void **save_sp, void *next_sp)
+ * struct xf__switched xf__context_switch(void **save_sp, void *next_sp,
+ *                                        struct xf__worker *w, uintptr_t prev)
  *   rdi  where to publish the outgoing stack pointer
  *   rsi  the incoming context's stack pointer
+ *   rdx  the worker making the switch
+ *   rcx  the outgoing context, tagged with what to do with it
+ * The incoming context receives rdx and rcx as its return value (rax:rdx):
+ * the worker it now runs on and the context to settle, without reading
+ * either back from memory (like Boost.Context's transfer_t).
  */
 FUNCTION xf__context_switch
 	pushq	%rbp				/* callee-saved GPRs, in the order of context.h */
@@ -45,16 +51,16 @@ FUNCTION xf__context_switch
 	.cfi_adjust_cfa_offset 8
 	stmxcsr	XF_CTX_MXCSR(%rsp)		/* reading MXCSR marks nothing in use */
 	fnstcw	XF_CTX_FCW(%rsp)		/* nor does reading the control word */
-	movl	XF_CTX_MXCSR(%rsp), %eax	/* keep the outgoing values to compare */
-	movzwl	XF_CTX_FCW(%rsp), %edx
+	movl	XF_CTX_MXCSR(%rsp), %r8d	/* keep the outgoing values to compare */
+	movzwl	XF_CTX_FCW(%rsp), %r9d
 	movq	%rsp, (%rdi)			/* publish: the outgoing context is complete */
 
 	movq	%rsi, %rsp			/* switch stacks: now on the incoming fiber */
 
-	cmpl	XF_CTX_MXCSR(%rsp), %eax	/* MXCSR differs? (rare: reload out of line) */
+	cmpl	XF_CTX_MXCSR(%rsp), %r8d	/* MXCSR differs? (rare: reload out of line) */
 	jne	.Lload_mxcsr
 .Lcheck_fcw:
-	cmpw	XF_CTX_FCW(%rsp), %dx		/* control word differs? */
+	cmpw	XF_CTX_FCW(%rsp), %r9w		/* control word differs? */
 	jne	.Lload_fcw
 .Lrestore:
 	addq	$8, %rsp			/* drop the MXCSR/CW slot */
@@ -64,6 +70,8 @@ FUNCTION xf__context_switch
 	popq	%r12
 	popq	%rbx
 	popq	%rbp
+	movq	%rdx, %rax			/* hand over: the worker, */
+	movq	%rcx, %rdx			/* and the tagged outgoing context */
 	ret					/* into the incoming fiber, where it called us */
 
 .Lload_mxcsr:
@@ -77,12 +85,14 @@ END_FUNCTION xf__context_switch
 /*
  * void xf__fiber_start(void)
  * Entered by the ret of the first switch into a new fiber, with r12 = the
- * argument given to xf__context_make.  Never returns.
+ * argument given to xf__context_make and rax:rdx = what the switch hands
+ * over.  Never returns.
  */
 FUNCTION xf__fiber_start
 	.cfi_undefined rip			/* outermost frame: unwinders stop here */
 	xorl	%ebp, %ebp			/* end of the frame-pointer chain */
-	movq	%r12, %rdi			/* xf__fiber_main(arg) */
+	movq	%r12, %rdi			/* xf__fiber_main(arg, worker, tagged prev) */
+	movq	%rax, %rsi			/* rdx already holds the third argument */
 	andq	$-16, %rsp			/* the ABI wants rsp 16-aligned at a call */
 	call	xf__fiber_main
 	ud2					/* xf__fiber_main never returns */

@@ -57,6 +57,22 @@ static inline struct xf_fiber *xf__runq_pop(struct xf__worker *w)
 	return f;
 }
 
+/* Pops the head (the caller has seen it is there) and queues f at the tail
+ * in one go: what a yield does.  The length does not change, so nothing is
+ * published to thieves. */
+static inline void xf__runq_rotate(struct xf__worker *w, struct xf_fiber *f)
+{
+	struct xf__fifo *q = &w->runq;
+
+	f->run_next = NULL;
+	q->head = q->head->run_next;
+	if (q->head)
+		q->tail->run_next = f;
+	else
+		q->head = f;
+	q->tail = f;
+}
+
 static inline void xf__inbox_push(struct xf__worker *w, struct xf_fiber *f)
 {
 	struct xf_fiber *old = atomic_load_explicit(&w->inbox, memory_order_relaxed);

@@ -47,7 +47,8 @@ enum xf__fiber_state {
 };
 
 /* What the scheduler does with the fiber that switched away, once the
- * switch is complete (finish_switch). */
+ * switch is complete (finish_switch).  It travels through the switch in the
+ * low bits of that fiber's pointer. */
 enum xf__prev_action {
 	XF_PREV_NONE,	 /* nothing: an idle context, or already handled */
 	XF_PREV_REQUEUE, /* it yielded: back to the tail of the local queue */
@@ -138,8 +139,6 @@ struct xf__worker {
 	struct xf_fiber *current;
 	struct xf__fifo runq;
 	struct xf_fiber *idle; /* this worker's scheduler context */
-	struct xf_fiber *prev; /* the fiber finish_switch must settle */
-	int prev_action;       /* enum xf__prev_action */
 	int *errno_ptr;	       /* this thread's errno */
 	unsigned id;
 	uint32_t sched_ticks; /* scheduling points passed; paces timer polls */
@@ -326,7 +325,7 @@ void xf__fiber_free(struct xf__worker *w, struct xf_fiber *f);
 void xf__fiber_arena_release(void);
 void xf__fiber_finish(struct xf_fiber *f); /* after its last switch: DONE, joiner */
 void xf__fls_destroy(struct xf_fiber *f);
-_Noreturn void xf__fiber_main(struct xf_fiber *f);
+_Noreturn void xf__fiber_main(struct xf_fiber *f, struct xf__worker *w, uintptr_t prev);
 _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result);
 
 /* Workers (worker.c). */

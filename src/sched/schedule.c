@@ -3,10 +3,10 @@
  *
  * The switch protocol (after Linux's context_switch/finish_task_switch):
  *
- *   prev, on worker W:  W->prev = prev; W->prev_action = what to do with it
- *                       xf__context_switch(&prev->sp, next->sp)
- *   next, on W:         finish_switch(W): settle prev - requeue it, leave it
- *                       blocked, or release its stack - and clear its on_cpu
+ *   prev, on worker W:  xf__context_switch(&prev->sp, next->sp, W, prev | action)
+ *   next, on W:         finish_switch(what the switch handed over): settle
+ *                       prev - leave it queued or blocked, or release its
+ *                       stack - and clear its on_cpu
  *
  * prev becomes visible to other workers only in finish_switch, after its
  * registers are on its stack, except a blocked fiber, which its waker may
@@ -34,22 +34,23 @@ static __attribute__((noinline)) void finish_exit(struct xf__worker *w, struct x
 	xf__fiber_finish(prev);
 }
 
+#define XF_PREV_ACTION_MASK 3u
+_Static_assert(_Alignof(struct xf_fiber) > XF_PREV_ACTION_MASK, "room for the action tag");
+
 /* Settles the fiber that ran on this worker before the current one.  A
  * yielding fiber was already queued (the queue is this worker's alone, so
  * nobody could take it before now), a blocked one waits for its waker: both
  * only need on_cpu cleared. */
-static inline void finish_switch(struct xf__worker *w)
+static inline void finish_switch(struct xf__switched s)
 {
-	struct xf_fiber *prev = w->prev;
+	struct xf_fiber *prev = (struct xf_fiber *)(s.prev & ~(uintptr_t)XF_PREV_ACTION_MASK);
 
-	w->prev = NULL;
-	if (unlikely(w->prev_action == XF_PREV_EXIT)) {
-		w->prev_action = XF_PREV_NONE;
-		finish_exit(w, prev);
+	XF_WARN_ON(s.w != xf__this_worker());
+	if (unlikely((s.prev & XF_PREV_ACTION_MASK) == XF_PREV_EXIT)) {
+		finish_exit(s.w, prev);
 		return;
 	}
-	if (prev)
-		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+	atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
 }
 
 static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct xf_fiber *next,
@@ -59,25 +60,20 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	while (unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
 		__builtin_ia32_pause();
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
-	if (action == XF_PREV_REQUEUE)
-		xf__runq_push(w, prev);
 	XF_STAT_INC(w, switches, 1);
 	/* Every switch happens at nesting 1, the scheduler's own: fibers may
 	 * not block or yield with preemption disabled (xfiber.h).  So there is
 	 * nothing to save; the switch serves any pending preemption. */
 	XF_WARN_ON((xf__preempt_word_get() & XF_PREEMPT_NESTING) != 1);
 	prev->saved_errno = *w->errno_ptr;
-	w->prev = prev;
-	w->prev_action = action;
 	w->current = next;
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
-	xf__context_switch(&prev->sp, next->sp);
-	/* Back in prev, perhaps on another worker: look it up again. */
+	struct xf__switched s = xf__context_switch(&prev->sp, next->sp, w, (uintptr_t)prev | action);
+	/* Back in prev, perhaps on another worker: the switch says which. */
 	xf__san_switch_finish(prev);
-	w = xf__this_worker();
-	finish_switch(w);
+	finish_switch(s);
 	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING | 1);
-	*w->errno_ptr = prev->saved_errno;
+	*s.w->errno_ptr = prev->saved_errno;
 }
 
 /* At a voluntary switch the ABI makes tiles dead: give them back, so that
@@ -104,15 +100,20 @@ static inline __attribute__((always_inline)) void schedule(struct xf__worker *w,
 	XF_WARN_ON(!(xf__preempt_word_get() & XF_PREEMPT_NESTING));
 	release_dead_tiles(w, prev);
 	xf__runq_poll(w);
-	next = xf__runq_pop(w);
+	next = w->runq.head;
 	if (next == prev) {
 		/* Woken (by a timer run in the poll above) before it left. */
+		xf__runq_pop(w);
 		return;
 	}
 	if (!next) {
 		if (action == XF_PREV_REQUEUE)
 			return; /* nothing else to run: keep going */
 		next = w->idle;
+	} else if (action == XF_PREV_REQUEUE) {
+		xf__runq_rotate(w, prev); /* next off the head, prev onto the tail */
+	} else {
+		xf__runq_pop(w);
 	}
 	switch_to(w, prev, next, action);
 }
@@ -139,13 +140,10 @@ void xf__switch_from_idle(struct xf__worker *w, struct xf_fiber *next)
 	switch_to(w, w->idle, next, XF_PREV_NONE);
 }
 
-_Noreturn void xf__fiber_main(struct xf_fiber *f)
+_Noreturn void xf__fiber_main(struct xf_fiber *f, struct xf__worker *w, uintptr_t prev)
 {
-	struct xf__worker *w;
-
 	xf__san_switch_finish(f);
-	w = xf__this_worker();
-	finish_switch(w);
+	finish_switch((struct xf__switched){w, prev});
 	/* A new context starts inside the scheduler's critical section. */
 	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING | 1);
 	if (f->flags & XF_FIBER_F_IDLE)
