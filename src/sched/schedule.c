@@ -68,7 +68,8 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	prev->saved_errno = *w->errno_ptr;
 	w->current = next;
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
-	struct xf__switched s = xf__context_switch(&prev->sp, next->sp, w, (uintptr_t)prev | action);
+	struct xf__switched s =
+	    xf__context_switch(&prev->sp, next->sp, w, (uintptr_t)prev | action);
 	/* Back in prev, perhaps on another worker: the switch says which. */
 	xf__san_switch_finish(prev);
 	finish_switch(s);
