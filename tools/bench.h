@@ -99,6 +99,7 @@ struct xf_bench_row {
 	bool fixed_work;     /* the params fix the work: no calibration */
 	char skip[160];	     /* non-empty: not run, and why (one line) */
 	/* Filled by the runner. */
+	double estimate_s; /* its share of the time-left estimate, fixed when planned */
 	uint64_t iters;
 	unsigned nsamples;
 	double samples[XF_BENCH_MAX_RUNS];

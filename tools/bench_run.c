@@ -58,13 +58,14 @@ static double table_estimate(const struct xf_bench_opts *o, const struct xf_benc
 }
 
 void xf_bench_progress_add(struct xf_bench_progress *pr, const struct xf_bench_opts *o,
-			   const struct xf_bench_plan *plan)
+			   struct xf_bench_plan *plan)
 {
 	pr->left_s += table_estimate(o, plan);
 	for (unsigned i = 0; i < plan->nrows; i++) {
 		if (!plan->rows[i].skip[0])
 			pr->rows++;
-		pr->left_s += row_estimate(o, &plan->rows[i], pr);
+		plan->rows[i].estimate_s = row_estimate(o, &plan->rows[i], pr);
+		pr->left_s += plan->rows[i].estimate_s;
 	}
 }
 
@@ -79,6 +80,8 @@ static void show(const struct xf_bench_progress *pr, const struct xf_bench_plan 
 {
 	char eta[32];
 
+	if (left < 0)
+		left = 0;
 	if (left >= 60)
 		snprintf(eta, sizeof(eta), "%dm%02ds", (int)left / 60, (int)left % 60);
 	else
@@ -175,7 +178,9 @@ static int run_row(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 		snprintf(err, err_size, "cannot pin to %s: %s", row->pinning, strerror(rc));
 		return -1;
 	}
-	pr->left_s -= row_estimate(o, row, pr);
+	/* Take off what was added for this row, not a newer guess: the two
+	 * differ once run times are known, and left_s would drift. */
+	pr->left_s -= row->estimate_s;
 	show(pr, plan, row, "warm-up", pr->left_s + row_estimate(o, row, pr));
 	if (row->fixed_work || o->iterations) {
 		row->iters = row->fixed_work ? 1 : o->iterations;

@@ -22,7 +22,7 @@ struct xf_bench_progress {
 
 /* Counts the rows of plan and their estimated time into pr. */
 void xf_bench_progress_add(struct xf_bench_progress *pr, const struct xf_bench_opts *o,
-			   const struct xf_bench_plan *plan);
+			   struct xf_bench_plan *plan);
 /* Clears the progress line (before a table goes to stdout). */
 void xf_bench_progress_clear(const struct xf_bench_progress *pr);
 
