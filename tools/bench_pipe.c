@@ -32,8 +32,10 @@ static int plan_pipe(const struct xf_bench_opts *o, struct xf_bench_plan *plan, 
 	(void)err;
 	(void)err_size;
 	for (int ncpus = 1; ncpus <= 2; ncpus++) {
-		struct xf_bench_params p = {
-		    .test = XF_CTX_PIPE, .ncpus = ncpus, .cpu = {o->cpu[0], o->cpu[ncpus > 1]}};
+		struct xf_bench_params p = {.test = XF_CTX_PIPE,
+					    .libc = true, /* perf's read/write of an int */
+					    .ncpus = ncpus,
+					    .cpu = {o->cpu[0], o->cpu[ncpus > 1]}};
 		if (!(cpus & (1u << ncpus)))
 			continue;
 		for (int m = XF_MODE_THREADS; m <= XF_MODE_PROCESS; m <<= 1) {
