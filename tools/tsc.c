@@ -36,10 +36,21 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-double xf_median(double *v, size_t n)
+double xf_quantile(double *v, size_t n, double q)
 {
+	double pos, frac;
+	size_t i;
+
 	if (n == 0)
 		return 0;
 	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	pos = q * (double)(n - 1); /* linear interpolation between order statistics */
+	i = (size_t)pos;
+	frac = pos - (double)i;
+	return i + 1 < n ? v[i] + frac * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+double xf_median(double *v, size_t n)
+{
+	return xf_quantile(v, n, 0.5);
 }

@@ -17,6 +17,9 @@ static inline uint64_t xf_tsc_read(void)
 /* Nanoseconds per TSC tick, calibrated once against CLOCK_MONOTONIC. */
 double xf_tsc_ns_per_tick(void);
 
+/* The q-quantile (0..1) of n doubles, interpolated between order
+ * statistics; sorts v in place. */
+double xf_quantile(double *v, size_t n, double q);
 /* Median of n doubles (sorts v in place). */
 double xf_median(double *v, size_t n);
 

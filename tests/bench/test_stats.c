@@ -8,6 +8,7 @@
 
 #include "bench_stats.h"
 #include "testlib.h"
+#include "tsc.h"
 
 #define CLOSE(got, want, tol)                                                                      \
 	do {                                                                                       \
@@ -44,6 +45,22 @@ static void test_summary(void)
 	CLOSE(s.stddev, 0, 0);
 	xf_bench_summarize(one, 0, &s);
 	CHECK(s.n == 0 && s.mean == 0);
+}
+
+/* Quantiles as numpy.quantile(v, q) (linear interpolation) computes them. */
+static void test_quantile(void)
+{
+	double v[] = {9, 2, 4, 4, 5, 4, 7, 5}, one[] = {42};
+
+	CLOSE(xf_quantile(v, 8, 0.25), 4, 1e-12);
+	CLOSE(xf_quantile(v, 8, 0.5), 4.5, 1e-12);
+	CLOSE(xf_quantile(v, 8, 0.75), 5.5, 1e-12);
+	CLOSE(xf_quantile(v, 8, 0.9), 7.6, 1e-12);
+	CLOSE(xf_quantile(v, 8, 0), 2, 0);
+	CLOSE(xf_quantile(v, 8, 1), 9, 0);
+	CLOSE(xf_median(v, 8), 4.5, 0);
+	CLOSE(xf_quantile(one, 1, 0.25), 42, 0);
+	CLOSE(xf_quantile(one, 0, 0.5), 0, 0);
 }
 
 static void test_betainc(void)
@@ -119,6 +136,7 @@ static void test_welch(void)
 int main(void)
 {
 	test_summary();
+	test_quantile();
 	test_betainc();
 	test_t_distribution();
 	test_welch();
