@@ -9,12 +9,14 @@
  *     into it at once, so a sender that arrives later never overtakes one
  *     that waits.
  * Messages are copied straight between the two fibers' buffers whenever
- * one side waits; wait_data points at the waiter's message.
+ * one side waits; wait_data points at the waiter's message.  The copies
+ * use general registers only (common/copy.h): a channel never puts vector
+ * state in use on a fiber's behalf.
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "common/copy.h"
 #include "sched/sched.h"
 
 struct xf_chan {
@@ -91,13 +93,13 @@ static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t time
 	}
 	r = xf__waitq_claim(&ch->receivers, XF_WAIT_WOKEN);
 	if (r) {
-		memcpy(r->wait_data, msg, ch->msg_size);
+		xf__copy(r->wait_data, msg, ch->msg_size);
 		xf__spin_unlock(&ch->lock);
 		xf__wake(r);
 		return 0;
 	}
 	if (ch->count < ch->capacity) {
-		memcpy(slot(ch, ch->count++), msg, ch->msg_size);
+		xf__copy(slot(ch, ch->count++), msg, ch->msg_size);
 		xf__spin_unlock(&ch->lock);
 		return 0;
 	}
@@ -118,13 +120,13 @@ static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns
 		return EINVAL;
 	xf__spin_lock(&ch->lock);
 	if (ch->count) {
-		memcpy(msg, slot(ch, 0), ch->msg_size);
+		xf__copy(msg, slot(ch, 0), ch->msg_size);
 		ch->head = (ch->head + 1) % ch->capacity;
 		ch->count--;
 		/* Refill the slot from the first waiting sender, keeping order. */
 		s = xf__waitq_claim(&ch->senders, XF_WAIT_WOKEN);
 		if (s)
-			memcpy(slot(ch, ch->count++), s->wait_data, ch->msg_size);
+			xf__copy(slot(ch, ch->count++), s->wait_data, ch->msg_size);
 		xf__spin_unlock(&ch->lock);
 		if (s)
 			xf__wake(s);
@@ -132,7 +134,7 @@ static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns
 	}
 	s = xf__waitq_claim(&ch->senders, XF_WAIT_WOKEN); /* capacity 0: take it directly */
 	if (s) {
-		memcpy(msg, s->wait_data, ch->msg_size);
+		xf__copy(msg, s->wait_data, ch->msg_size);
 		xf__spin_unlock(&ch->lock);
 		xf__wake(s);
 		return 0;
