@@ -135,11 +135,16 @@ unsigned xf_bench_states_wanted(const struct xf_bench_opts *o)
 
 void xf_bench_sample_extra(struct xf_bench_sample *s, const char *key, double value)
 {
-	if (s->nextra < XF_BENCH_MAX_EXTRA) {
-		s->extra[s->nextra].key = key;
-		s->extra[s->nextra].value = value;
-		s->nextra++;
+	if (s->nextra == XF_BENCH_MAX_EXTRA) {
+		/* A row reporting more than the JSON can hold is our bug: say so
+		 * rather than drop a number. */
+		fprintf(stderr, "xfiber bench: internal error: more than %d extras (%s)\n",
+			XF_BENCH_MAX_EXTRA, key);
+		abort();
 	}
+	s->extra[s->nextra].key = key;
+	s->extra[s->nextra].value = value;
+	s->nextra++;
 }
 
 double xf_bench_now_ns(void)

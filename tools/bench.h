@@ -20,7 +20,7 @@
 
 #define XF_BENCH_MAX_RUNS  100
 #define XF_BENCH_MAX_ROWS  256
-#define XF_BENCH_MAX_EXTRA 6
+#define XF_BENCH_MAX_EXTRA 12
 
 /* ctx tests, as context_switch2's --test. */
 enum xf_ctx_test { XF_CTX_PIPE, XF_CTX_FUTEX, XF_CTX_YIELD, XF_CTX_NTESTS };
@@ -104,6 +104,7 @@ struct xf_bench_row {
 	unsigned nsamples;
 	double samples[XF_BENCH_MAX_RUNS];
 	double elapsed_ns[XF_BENCH_MAX_RUNS];
+	double extra_runs[XF_BENCH_MAX_RUNS][XF_BENCH_MAX_EXTRA]; /* each run's extras */
 	struct xf_bench_sample last; /* note and extras of the last run */
 };
 

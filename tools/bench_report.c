@@ -199,6 +199,15 @@ static void json_row(struct xf_json *j, const struct xf_bench_row *row)
 	for (unsigned e = 0; e < row->last.nextra; e++)
 		xf_json_double(j, row->last.extra[e].key, row->last.extra[e].value);
 	xf_json_end_object(j);
+	/* The same keys, one value per timed run, in the order of samples. */
+	xf_json_begin_object(j, "extra_runs");
+	for (unsigned e = 0; e < row->last.nextra; e++) {
+		xf_json_begin_array(j, row->last.extra[e].key);
+		for (unsigned r = 0; r < row->nsamples; r++)
+			xf_json_double(j, NULL, row->extra_runs[r][e]);
+		xf_json_end_array(j);
+	}
+	xf_json_end_object(j);
 	xf_json_end_object(j);
 }
 

@@ -150,6 +150,8 @@ static void record(struct xf_bench_row *row, const struct xf_bench_sample *s)
 {
 	row->samples[row->nsamples] = s->value;
 	row->elapsed_ns[row->nsamples] = s->elapsed_ns;
+	for (unsigned e = 0; e < s->nextra; e++)
+		row->extra_runs[row->nsamples][e] = s->extra[e].value;
 	row->nsamples++;
 	row->last = *s;
 }

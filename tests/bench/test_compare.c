@@ -122,6 +122,12 @@ static void test_schema(const char *xfiber)
 	      1e-9 * fabs(sum));
 	CHECK(need(need(row, "stats", XF_JV_OBJECT), "n", XF_JV_NUMBER)->number == 3);
 	need(need(row, "extra", XF_JV_OBJECT), "frame_bytes", XF_JV_NUMBER);
+	/* Every run's extras, one per sample, the last equal to "extra". */
+	CHECK(need(need(row, "extra_runs", XF_JV_OBJECT), "frame_bytes", XF_JV_ARRAY)->n == 3);
+	CHECK(need(need(row, "extra_runs", XF_JV_OBJECT), "frame_bytes", XF_JV_ARRAY)
+		  ->items[2]
+		  .number ==
+	      need(need(row, "extra", XF_JV_OBJECT), "frame_bytes", XF_JV_NUMBER)->number);
 	xf_jv_free(doc);
 }
 
