@@ -53,8 +53,11 @@ static inline void finish_switch(struct xf__switched s)
 	atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
 }
 
+/* Switches from prev to next; when prev runs again, it leaves the preemption
+ * word at word_after: nesting 1 for callers that end their critical section
+ * themselves, or 0 for xf_yield, which has nothing left to do in it. */
 static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct xf_fiber *next,
-			     enum xf__prev_action action)
+			     enum xf__prev_action action, uint32_t word_after)
 {
 	/* next may have been woken while still switching out elsewhere. */
 	while (unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
@@ -65,7 +68,9 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	 * not block or yield with preemption disabled (xfiber.h).  So there is
 	 * nothing to save; the switch serves any pending preemption. */
 	XF_WARN_ON((xf__preempt_word_get() & XF_PREEMPT_NESTING) != 1);
-	prev->saved_errno = *w->errno_ptr;
+	/* errno is per fiber; both sides store only when the value differs. */
+	if (unlikely(prev->saved_errno != *w->errno_ptr))
+		prev->saved_errno = *w->errno_ptr;
 	w->current = next;
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
 	struct xf__switched s =
@@ -73,8 +78,11 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	/* Back in prev, perhaps on another worker: the switch says which. */
 	xf__san_switch_finish(prev);
 	finish_switch(s);
-	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING | 1);
-	*s.w->errno_ptr = prev->saved_errno;
+	if (unlikely(*s.w->errno_ptr != prev->saved_errno))
+		*s.w->errno_ptr = prev->saved_errno;
+	/* Last: a preemption taken once the word allows it saves errno
+	 * again, so errno must be this fiber's by then. */
+	xf__preempt_word_set(word_after);
 }
 
 /* At a voluntary switch the ABI makes tiles dead: give them back, so that
@@ -91,9 +99,10 @@ static inline void release_dead_tiles(struct xf__worker *w, struct xf_fiber *pre
 }
 
 /* The one scheduler decision: who runs next on w.  Inlined into xf_yield,
- * the hottest caller; xf__schedule() is the same for everyone else. */
-static inline __attribute__((always_inline)) void schedule(struct xf__worker *w,
-							   enum xf__prev_action action)
+ * the hottest caller; xf__schedule() is the same for everyone else.
+ * Returns whether it switched (and prev has run again since). */
+static inline __attribute__((always_inline)) bool
+schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t word_after)
 {
 	struct xf_fiber *prev = w->current;
 	struct xf_fiber *next;
@@ -105,23 +114,24 @@ static inline __attribute__((always_inline)) void schedule(struct xf__worker *w,
 	if (next == prev) {
 		/* Woken (by a timer run in the poll above) before it left. */
 		xf__runq_pop(w);
-		return;
+		return false;
 	}
 	if (!next) {
 		if (action == XF_PREV_REQUEUE)
-			return; /* nothing else to run: keep going */
+			return false; /* nothing else to run: keep going */
 		next = w->idle;
 	} else if (action == XF_PREV_REQUEUE) {
 		xf__runq_rotate(w, prev); /* next off the head, prev onto the tail */
 	} else {
 		xf__runq_pop(w);
 	}
-	switch_to(w, prev, next, action);
+	switch_to(w, prev, next, action, word_after);
+	return true;
 }
 
 void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
 {
-	schedule(w, action);
+	schedule(w, action, XF_PREEMPT_NOT_PENDING | 1);
 }
 
 void xf_yield(void)
@@ -131,14 +141,16 @@ void xf_yield(void)
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
 		return;
 	xf__preempt_disable();
-	schedule(w, XF_PREV_REQUEUE);
-	xf__preempt_enable();
+	/* Switched: the switch served any pending preemption and leaves the
+	 * word at nesting 0 - the enable, done.  Not switched: enable. */
+	if (!schedule(w, XF_PREV_REQUEUE, XF_PREEMPT_NOT_PENDING))
+		xf__preempt_enable();
 }
 
 /* The idle context's way into a fiber it found. */
 void xf__switch_from_idle(struct xf__worker *w, struct xf_fiber *next)
 {
-	switch_to(w, w->idle, next, XF_PREV_NONE);
+	switch_to(w, w->idle, next, XF_PREV_NONE, XF_PREEMPT_NOT_PENDING | 1);
 }
 
 _Noreturn void xf__fiber_main(struct xf_fiber *f, struct xf__worker *w, uintptr_t prev)
