@@ -133,8 +133,13 @@ unsigned xf_bench_states_wanted(const struct xf_bench_opts *o)
 	return mask;
 }
 
-void xf_bench_sample_extra(struct xf_bench_sample *s, const char *key, double value)
+/* The slot for key: the existing one, or a new one set to 0. */
+static double *extra_slot(struct xf_bench_sample *s, const char *key)
 {
+	for (unsigned e = 0; e < s->nextra; e++) {
+		if (!strcmp(s->extra[e].key, key))
+			return &s->extra[e].value;
+	}
 	if (s->nextra == XF_BENCH_MAX_EXTRA) {
 		/* A row reporting more than the JSON can hold is our bug: say so
 		 * rather than drop a number. */
@@ -143,8 +148,18 @@ void xf_bench_sample_extra(struct xf_bench_sample *s, const char *key, double va
 		abort();
 	}
 	s->extra[s->nextra].key = key;
-	s->extra[s->nextra].value = value;
-	s->nextra++;
+	s->extra[s->nextra].value = 0;
+	return &s->extra[s->nextra++].value;
+}
+
+void xf_bench_sample_extra(struct xf_bench_sample *s, const char *key, double value)
+{
+	*extra_slot(s, key) = value;
+}
+
+void xf_bench_sample_extra_add(struct xf_bench_sample *s, const char *key, double value)
+{
+	*extra_slot(s, key) += value;
 }
 
 double xf_bench_now_ns(void)

@@ -182,8 +182,12 @@ void xf_bench_describe_pinning(struct xf_bench_row *row);
 /* The states to run: those asked for, or every one this machine has. */
 unsigned xf_bench_states_wanted(const struct xf_bench_opts *o);
 
-/* Records a number for the JSON "extra" object of a run. */
+/* Records a number for the JSON "extra" object of a run (replacing one of
+ * the same key). */
 void xf_bench_sample_extra(struct xf_bench_sample *s, const char *key, double value);
+/* Adds value to the extra named key (0 if it has none yet): for a run made
+ * of several rounds, each reporting its share. */
+void xf_bench_sample_extra_add(struct xf_bench_sample *s, const char *key, double value);
 
 /* Monotonic nanoseconds (TSC-based; calibrated once by the runner). */
 double xf_bench_now_ns(void);
