@@ -28,9 +28,9 @@
 #include "sched/sched.h"
 #include "xstate/xstate.h"
 
-#define JOINER_DONE ((struct xf_fiber *)1)
+#define JOINER_DONE	((struct xf_fiber *)1)
 #define JOINER_DETACHED ((struct xf_fiber *)2)
-#define ARENA_CHUNK 64
+#define ARENA_CHUNK	64
 
 static struct {
 	pthread_mutex_t lock;
@@ -171,8 +171,8 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 	}
 	/* Like a new thread, a new fiber starts with its creator's MXCSR and
 	 * x87 control word. */
-	f->sp = xf__context_make((char *)f->stack.base + f->stack.size, f, xf__stmxcsr(),
-				 xf__fnstcw());
+	f->sp =
+	    xf__context_make((char *)f->stack.base + f->stack.size, f, xf__stmxcsr(), xf__fnstcw());
 	xf__san_fiber_create(f);
 	atomic_fetch_add_explicit(&xf__rt.live, 1, memory_order_relaxed);
 	if (out)
@@ -291,9 +291,7 @@ int xf_detach(xf_fiber *f)
 
 xf_fiber *xf_self(void)
 {
-	struct xf_fiber *f = xf__current();
-
-	return f && !(f->flags & XF_FIBER_F_IDLE) ? f : NULL;
+	return xf__self();
 }
 
 uint64_t xf_fiber_id(const xf_fiber *f)
@@ -310,7 +308,7 @@ int xf_worker_id(void)
 
 int xf_sleep_ns(uint64_t ns)
 {
-	struct xf_fiber *self = xf_self();
+	struct xf_fiber *self = xf__self();
 
 	if (!self)
 		return EPERM;
@@ -368,7 +366,7 @@ int xf_key_delete(xf_key key)
 
 void *xf_getspecific(xf_key key)
 {
-	struct xf_fiber *self = xf_self();
+	struct xf_fiber *self = xf__self();
 	struct fls_slot *slot;
 
 	if (!self || !self->specific || key >= XF_KEYS_MAX)
@@ -380,7 +378,7 @@ void *xf_getspecific(xf_key key)
 
 int xf_setspecific(xf_key key, const void *value)
 {
-	struct xf_fiber *self = xf_self();
+	struct xf_fiber *self = xf__self();
 	uint64_t seq;
 
 	if (!self)

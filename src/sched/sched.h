@@ -43,7 +43,7 @@ struct xf__worker;
 
 enum xf__fiber_state {
 	XF_FIBER_ALIVE, /* running, queued or waiting */
-	XF_FIBER_DONE,  /* finished; result valid; stack released */
+	XF_FIBER_DONE,	/* finished; result valid; stack released */
 };
 
 /* What the scheduler does with the fiber that switched away, once the
@@ -223,6 +223,15 @@ static inline struct xf_fiber *xf__current(void)
 	struct xf__worker *w = xf__this_worker();
 
 	return w ? w->current : NULL;
+}
+
+/* xf_self(), inline for the library's own hot paths (sync objects): the
+ * calling fiber, or NULL outside fibers and in a worker's idle context. */
+static inline struct xf_fiber *xf__self(void)
+{
+	struct xf_fiber *f = xf__current();
+
+	return f && !(f->flags & XF_FIBER_F_IDLE) ? f : NULL;
 }
 
 /* --- spinlocks (sync objects, timer heaps) ---

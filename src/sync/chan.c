@@ -81,7 +81,7 @@ static int wait_result(int state)
 
 static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t timeout_ns)
 {
-	struct xf_fiber *self = xf_self();
+	struct xf_fiber *self = xf__self();
 	struct xf_fiber *r;
 
 	if (!ch || !msg)
@@ -113,7 +113,7 @@ static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t time
 
 static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns)
 {
-	struct xf_fiber *self = xf_self();
+	struct xf_fiber *self = xf__self();
 	struct xf_fiber *s;
 
 	if (!ch || !msg)
