@@ -362,7 +362,8 @@ void xf__preempt_uninstall(void)
 
 void xf__preempt_worker_enter(struct xf__worker *w)
 {
-	w->tid = (pid_t)syscall(SYS_gettid);
+	/* The ticker reads it from its own thread. */
+	__atomic_store_n(&w->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
 }
 
 /* --- the soft mask's public face and slow path --- */

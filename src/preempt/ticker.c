@@ -79,18 +79,22 @@ static bool tick(uint64_t now, uint64_t slice_ns, pid_t pid)
 		struct xf_fiber *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
 		uint64_t switches = __atomic_load_n(&w->stats.switches, __ATOMIC_RELAXED);
 
-		bool wants = wants_cpu(w, now) || atomic_load_explicit(&w->timers_nr,
-								       memory_order_relaxed);
+		bool wants =
+		    wants_cpu(w, now) || atomic_load_explicit(&w->timers_nr, memory_order_relaxed);
 
 		waiting |= wants;
-		if (switches != w->tick_switches || !cur || (cur->flags & XF_FIBER_F_IDLE)) {
+		/* cur is only compared, never dereferenced: it may be finishing
+		 * on its worker right now. */
+		if (switches != w->tick_switches || !cur || cur == w->idle) {
 			w->tick_switches = switches;
 			w->tick_since_ns = now;
 			continue;
 		}
-		if (now - w->tick_since_ns < slice_ns || !w->tid || !wants_cpu(w, now))
+		pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_RELAXED);
+
+		if (now - w->tick_since_ns < slice_ns || !tid || !wants_cpu(w, now))
 			continue;
-		syscall(SYS_tgkill, pid, w->tid, XF_PREEMPT_SIGNAL);
+		syscall(SYS_tgkill, pid, tid, XF_PREEMPT_SIGNAL);
 	}
 	return waiting;
 }
@@ -130,7 +134,8 @@ static void *ticker_main(void *arg)
 	while (!atomic_load_explicit(&xf__rt.stopping, memory_order_acquire)) {
 		bool sleep_long = quiet_ticks >= XF_TICKER_QUIET_TICKS;
 		uint64_t sleep_ns = sleep_long ? XF_TICKER_LONG_SLICES * slice_ns : slice_ns / 2;
-		struct timespec ts = {(time_t)(sleep_ns / 1000000000u), (long)(sleep_ns % 1000000000u)};
+		struct timespec ts = {(time_t)(sleep_ns / 1000000000u),
+				      (long)(sleep_ns % 1000000000u)};
 		uint32_t seen = atomic_load(&ticker.wake);
 
 		/* Announce the long sleep before the last look, so that a fiber

@@ -65,7 +65,7 @@ static void *worker_thread(void *arg)
 	worker_enter(w);
 	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING | 1); /* the idle loop is never preempted */
 	thread_context_bind(w->idle);
-	w->current = w->idle;
+	__atomic_store_n(&w->current, w->idle, __ATOMIC_RELAXED); /* the ticker reads it */
 	/* Without the alternate stack a stack overflow on this worker dies
 	 * unexplained, but it still dies: go on. */
 	xf__overflow_handler_install(w);
@@ -80,8 +80,8 @@ static int check_config(const xf_config *cfg)
 {
 	if (cfg->workers > XF_WORKERS_MAX)
 		return EINVAL;
-	if (cfg->stack_size && (cfg->stack_size < XF_STACK_SIZE_MIN ||
-				cfg->stack_size > ((size_t)1 << 40)))
+	if (cfg->stack_size &&
+	    (cfg->stack_size < XF_STACK_SIZE_MIN || cfg->stack_size > ((size_t)1 << 40)))
 		return EINVAL;
 	if (cfg->slice_us && cfg->slice_us < XF_SLICE_US_MIN)
 		return EINVAL;
@@ -161,7 +161,7 @@ static int start(const xf_config *cfg)
 				     MXCSR_DEFAULT, FCW_DEFAULT);
 	xf__san_fiber_create(idle0);
 	w0->idle = idle0;
-	w0->current = xf__rt.first;
+	__atomic_store_n(&w0->current, xf__rt.first, __ATOMIC_RELAXED);
 	xf__rt.first->id = atomic_fetch_add(&xf__rt.next_id, 1);
 	atomic_store(&xf__rt.live, 1);
 	err = xf__overflow_handler_install(w0);

@@ -71,7 +71,8 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	/* errno is per fiber; both sides store only when the value differs. */
 	if (unlikely(prev->saved_errno != *w->errno_ptr))
 		prev->saved_errno = *w->errno_ptr;
-	w->current = next;
+	/* Read by the ticker from another thread: a relaxed store, free on x86. */
+	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
 	struct xf__switched s =
 	    xf__context_switch(&prev->sp, next->sp, w, (uintptr_t)prev | action);
