@@ -1,7 +1,9 @@
 /*
  * bench_ctx_go.c - the Go rows of `xfiber bench ctx`: goroutine switches
  * with GOMAXPROCS=1, by runtime.Gosched and by an unbuffered channel, from
- * the program in bench/go (built with the tool when go is found).
+ * the program in bench/go (built with the tool when go is found).  Each run
+ * is followed by xfiber's yield or channel ping-pong with as many round
+ * trips, and the ratio of the two is the run's verdict (x_xfiber).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include "bench_ctx.h"
+#include "bench_fiber.h"
 #include "bench_task.h"
 
 /* .test of a Go row. */
@@ -23,7 +26,7 @@ static int go_run(const struct xf_bench_params *p, uint64_t iters, struct xf_ben
 	char *env[] = {"GOMAXPROCS=1", NULL};
 	unsigned long long switches = 0;
 	size_t used = 0;
-	double ns = 0;
+	double ns = 0, fiber;
 	pid_t pid;
 	int fd, err, status;
 	ssize_t got;
@@ -53,8 +56,20 @@ static int go_run(const struct xf_bench_params *p, uint64_t iters, struct xf_ben
 	}
 	s->value = (double)switches * 1e9 / ns;
 	s->elapsed_ns = ns;
-	snprintf(s->note, sizeof(s->note), "%.1f ns/switch, GOMAXPROCS=1", ns / (double)switches);
 	xf_bench_sample_extra(s, "ns_per_switch", ns / (double)switches);
+	/* xfiber's equivalent right after, so the ratio is side by side. */
+	fiber = xf_fb_pingpong_ns_per_switch(p, p->test == GO_CHAN, iters);
+	if (fiber <= 0) {
+		snprintf(s->note, sizeof(s->note), "%.1f ns/switch, GOMAXPROCS=1",
+			 ns / (double)switches);
+		return 0;
+	}
+	snprintf(s->note, sizeof(s->note),
+		 "%.1f ns/switch, GOMAXPROCS=1; xfiber's %s %.1f ns right after: %.2fx faster",
+		 ns / (double)switches, p->test == GO_CHAN ? "channel" : "yield", fiber,
+		 ns / (double)switches / fiber);
+	xf_bench_sample_extra(s, "xfiber_ns_per_switch", fiber);
+	xf_bench_sample_extra(s, "x_xfiber", ns / (double)switches / fiber);
 	return 0;
 }
 #else

@@ -159,6 +159,25 @@ static void pair_init(struct xf_fb_pair *pp, const struct xf_bench_params *p, st
 				  .sig = SIGURG};
 }
 
+double xf_fb_pingpong_ns_per_switch(const struct xf_bench_params *p, bool chan, uint64_t n)
+{
+	struct xf__regs *r = xf_bench_regs_new(0xf1be + p->state);
+	struct xf_bench_sample scratch = {0};
+	struct fb_runtime rt;
+	struct xf_fb_pair pp;
+	double ns = -1;
+
+	if (!r)
+		return -1;
+	if (!fb_start(p, (xf_config){0}, &rt, &scratch)) {
+		pair_init(&pp, p, r, n);
+		ns = pingpong_ns(chan ? FB_CHAN : FB_YIELD, &pp);
+		fb_stop(&rt, &scratch);
+	}
+	free(r);
+	return ns > 0 ? ns / (2.0 * (double)n) : -1;
+}
+
 /* --- ctx and pipe rows --- */
 
 static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)

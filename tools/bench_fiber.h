@@ -11,6 +11,7 @@
 #ifndef XF_TOOLS_BENCH_FIBER_H
 #define XF_TOOLS_BENCH_FIBER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "xfiber.h"
@@ -20,9 +21,9 @@
 struct xf_fb_pair {
 	const struct xf__regs *regs;
 	unsigned classes;
-	uint64_t n;           /* round trips (or signals) per side */
+	uint64_t n;	      /* round trips (or signals) per side */
 	xf_chan *ping, *pong; /* channel rows */
-	int pid, tid;         /* the worker's thread, for self-signals */
+	int pid, tid;	      /* the worker's thread, for self-signals */
 	int sig;
 };
 
@@ -37,6 +38,14 @@ uint64_t xf_fb_chan_loop(struct xf_fb_pair *pp);
 /* n self-signals (raw tgkill, so the interrupted instruction is ours, not
  * libc's), dirtying before each. */
 uint64_t xf_fb_signal_loop(struct xf_fb_pair *pp);
+
+struct xf_bench_params;
+
+/* For peers that set themselves against xfiber in the same run (the Go
+ * rows): ns per switch of n round trips of a yield (chan false) or an
+ * unbuffered channel ping-pong between two fibers on one worker, pinned as
+ * p says, registers as p->state says; <= 0 if the runtime cannot start. */
+double xf_fb_pingpong_ns_per_switch(const struct xf_bench_params *p, bool chan, uint64_t n);
 
 /* The minimal assembly switch (bench_minswitch_x86_64_sysv_elf_gas.S): n
  * round trips between two contexts saving only callee-saved GPRs, MXCSR
