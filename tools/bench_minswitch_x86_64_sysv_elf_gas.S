@@ -2,7 +2,11 @@
  * bench_minswitch_x86_64_sysv_elf_gas.S - the yardstick for xfiber's
  * voluntary switch: the least a switch must keep under the SysV ABI -
  * rbx, rbp, r12-r15, rsp, MXCSR and the x87 control word - saved and
- * reloaded unconditionally, as Boost.Context's jump_fcontext does.
+ * reloaded unconditionally, as Boost.Context's jump_fcontext does.  Unlike
+ * jump_fcontext, each side publishes its stack pointer in memory and the
+ * other reads it back, as a scheduler must (whoever resumes a context later
+ * finds it there); passing it in registers instead, as Boost's symmetric API
+ * can, measured ~6 ns against ~10 ns here for the same instructions.
  *
  * uint64_t xf_fb_minimal_switch_loop(uint64_t n, void *stack, size_t size)
  * runs n round trips between the caller and a context on `stack`; returns
