@@ -24,7 +24,7 @@ check: all
 
 bench:
 	$(CMAKE) -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release
-	$(CMAKE) --build $(BENCH_BUILD) -j $(JOBS)
+	$(CMAKE) --build $(BENCH_BUILD) -j $(JOBS) --target xfiber   # the tool and its peers, not the tests
 	$(BENCH_BUILD)/tools/xfiber bench all --json=$(BENCH_BUILD)/bench.json
 
 # Optional: what the benchmark's peers, plots and validation use (root, Debian).
