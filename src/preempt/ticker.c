@@ -18,10 +18,11 @@
  * 2,000 wake-ups a second on busy vCPUs).  The first fiber queued anywhere
  * wakes it (xf__ticker_poke, one relaxed load on the wake path).  It goes
  * back to the long sleep only after XF_TICKER_QUIET_TICKS ticks in a row
- * found nothing waiting: fibers that hand the CPU to each other (a channel
- * ping-pong) leave nothing queued at most ticks, and a ticker that slept
- * long after each of them was poked awake - a futex wake-up and a kernel
- * switch - at every other hand-off (measured: 2.7x the round trip).
+ * found nothing waiting, and a poke restarts the count: fibers that hand
+ * the CPU to each other (a channel ping-pong) leave nothing queued at most
+ * ticks, and a ticker that slept long after each of them was poked awake -
+ * a futex wake-up and a kernel switch - at every other hand-off (measured:
+ * 253 ns per round trip against 105 ns).
  *
  * It also balances busy workers, as the kernel's periodic load balancer
  * does: when one worker's queue is longer than another's by two or more, it
