@@ -159,63 +159,72 @@ static void pair_init(struct xf_fb_pair *pp, const struct xf_bench_params *p, st
 				  .sig = SIGURG};
 }
 
-double xf_fb_pingpong_ns_per_switch(const struct xf_bench_params *p, bool chan, uint64_t n)
+/* Starts the runtime pinned as p says, runs `warm` round trips of a kind
+ * ping-pong (none if 0) and then n timed ones, and stops it; *ns is the
+ * timed loop's.  0 or an errno, with s's note saying why. */
+static int runtime_pingpong(const struct xf_bench_params *p, int kind, uint64_t warm, uint64_t n,
+			    struct xf_bench_sample *s, double *ns)
 {
 	struct xf__regs *r = xf_bench_regs_new(0xf1be + p->state);
-	struct xf_bench_sample scratch = {0};
 	struct fb_runtime rt;
 	struct xf_fb_pair pp;
-	double ns = -1;
+	int err;
 
+	*ns = -1;
 	if (!r)
-		return -1;
-	if (!fb_start(p, (xf_config){0}, &rt, &scratch)) {
-		/* Warmed up first, as the Go peer warms its scheduler up. */
-		pair_init(&pp, p, r, n / 4 + 1);
-		ns = pingpong_ns(chan ? FB_CHAN : FB_YIELD, &pp);
-		pair_init(&pp, p, r, n);
-		if (ns > 0)
-			ns = pingpong_ns(chan ? FB_CHAN : FB_YIELD, &pp);
-		fb_stop(&rt, &scratch);
+		return ENOMEM;
+	/* Cooperative for the preemptive rows: only their own signals preempt. */
+	err = fb_start(p, (xf_config){.cooperative = kind == FB_PREEMPT}, &rt, s);
+	if (!err) {
+		if (warm) {
+			pair_init(&pp, p, r, warm);
+			*ns = pingpong_ns(kind, &pp);
+		}
+		if (!warm || *ns > 0) {
+			pair_init(&pp, p, r, n);
+			*ns = pingpong_ns(kind, &pp);
+		}
+		fb_stop(&rt, s);
+		if (*ns <= 0) {
+			snprintf(s->note, sizeof(s->note), "the fiber ping-pong could not start");
+			err = ENOMEM;
+		}
 	}
 	free(r);
-	return ns > 0 ? ns / (2.0 * (double)n) : -1;
+	return err;
+}
+
+double xf_fb_pingpong_ns_per_switch(const struct xf_bench_params *p, bool chan, uint64_t n)
+{
+	struct xf_bench_sample scratch = {0};
+	double ns;
+
+	/* Warmed up first, as the Go peer warms its scheduler up. */
+	if (runtime_pingpong(p, chan ? FB_CHAN : FB_YIELD, n / 4 + 1, n, &scratch, &ns))
+		return -1;
+	return ns / (2.0 * (double)n);
 }
 
 /* --- ctx and pipe rows --- */
 
 static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
-	struct xf__regs *r = xf_bench_regs_new(0xf1be + p->state);
-	struct fb_runtime rt;
-	struct xf_fb_pair pp;
 	double ns, minimal;
 	int err;
 
-	if (!r)
-		return ENOMEM;
 	if (p->test == FB_MINIMAL) {
 		ns = minimal_switch_ns(iters);
-		free(r);
+		if (ns <= 0)
+			return ENOMEM;
 		s->value = 2.0 * (double)iters * 1e9 / ns;
 		s->elapsed_ns = ns;
 		snprintf(s->note, sizeof(s->note), "%.1f ns/switch", ns / (2.0 * (double)iters));
 		xf_bench_sample_extra(s, "ns_per_switch", ns / (2.0 * (double)iters));
 		return 0;
 	}
-	err = fb_start(p, (xf_config){.cooperative = p->test == FB_PREEMPT}, &rt, s);
-	if (err) {
-		free(r);
+	err = runtime_pingpong(p, p->test, 0, iters, s, &ns);
+	if (err)
 		return err;
-	}
-	pair_init(&pp, p, r, iters);
-	ns = pingpong_ns(p->test, &pp);
-	fb_stop(&rt, s);
-	free(r);
-	if (ns <= 0) {
-		snprintf(s->note, sizeof(s->note), "the fiber ping-pong could not start");
-		return ENOMEM;
-	}
 	s->elapsed_ns = ns;
 	if (p->process) { /* the pipe workload's unit: usecs per round trip */
 		s->value = ns / (double)iters / 1e3;

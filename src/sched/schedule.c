@@ -69,8 +69,9 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	 * nothing to save; the switch serves any pending preemption. */
 	XF_WARN_ON((xf__preempt_word_get() & XF_PREEMPT_NESTING) != 1);
 	/* errno is per fiber; both sides store only when the value differs. */
-	if (unlikely(prev->saved_errno != *w->errno_ptr))
-		prev->saved_errno = *w->errno_ptr;
+	const int err = *w->errno_ptr;
+	if (unlikely(prev->saved_errno != err))
+		prev->saved_errno = err;
 	/* Read by the ticker from another thread: a relaxed store, free on x86. */
 	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
