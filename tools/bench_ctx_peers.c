@@ -69,8 +69,6 @@ static void add_peer_rows(const struct xf_bench_opts *o, struct xf_bench_plan *p
 }
 
 static int plan_swapcontext(const struct xf_bench_opts *o, struct xf_bench_plan *plan, char *err,
-			    size_t err_size);
-static int plan_swapcontext(const struct xf_bench_opts *o, struct xf_bench_plan *plan, char *err,
 			    size_t err_size)
 {
 	(void)err;
