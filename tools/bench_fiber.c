@@ -43,6 +43,7 @@ enum {
 	FB_CHAN,
 	FB_PREEMPT,
 	FB_MINIMAL,
+	FB_MINIMAL_2SITES,
 	FB_SPAWN,
 	FB_PARKED,
 	FB_SIGNAL_SWITCH,
@@ -136,14 +137,14 @@ static double pingpong_ns(int kind, struct xf_fb_pair *pp)
 	return ticks_ns(t);
 }
 
-static double minimal_switch_ns(uint64_t n)
+static double minimal_switch_ns(uint64_t n, bool two_sites)
 {
 	void *stack = aligned_alloc(64, MIN_STACK);
 	double ns;
 
 	if (!stack)
 		return -1;
-	ns = ticks_ns(xf_fb_minimal_switch_loop(n, stack, MIN_STACK));
+	ns = ticks_ns(xf_fb_minimal_switch_loop(n, stack, MIN_STACK, two_sites));
 	free(stack);
 	return ns;
 }
@@ -212,8 +213,8 @@ static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	double ns, minimal;
 	int err;
 
-	if (p->test == FB_MINIMAL) {
-		ns = minimal_switch_ns(iters);
+	if (p->test == FB_MINIMAL || p->test == FB_MINIMAL_2SITES) {
+		ns = minimal_switch_ns(iters, p->test == FB_MINIMAL_2SITES);
 		if (ns <= 0)
 			return ENOMEM;
 		s->value = 2.0 * (double)iters * 1e9 / ns;
@@ -235,7 +236,7 @@ static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	s->value = 2.0 * (double)iters * 1e9 / ns;
 	if (p->test == FB_YIELD) {
 		/* The yardstick, in the same run: the minimal assembly switch. */
-		minimal = minimal_switch_ns(iters) / (2.0 * (double)iters);
+		minimal = minimal_switch_ns(iters, false) / (2.0 * (double)iters);
 		snprintf(s->note, sizeof(s->note), "%.1f ns/switch, %.2fx the minimal asm switch",
 			 ns / (2.0 * (double)iters), ns / (2.0 * (double)iters) / minimal);
 		xf_bench_sample_extra(s, "x_minimal_switch", ns / (2.0 * (double)iters) / minimal);
@@ -272,6 +273,10 @@ static int plan_ctx_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *p
 		p.test = FB_MINIMAL;
 		p.state = XF_STATE_NONE;
 		xf_bench_plan_add(plan, &p, switch_run, "asm-minimal/none");
+		/* The same, each side switching from its own call site: what a
+		 * mispredicted return adds to every switch. */
+		p.test = FB_MINIMAL_2SITES;
+		xf_bench_plan_add(plan, &p, switch_run, "asm-minimal-2sites/none");
 	}
 	return 0;
 }

@@ -49,7 +49,9 @@ double xf_fb_pingpong_ns_per_switch(const struct xf_bench_params *p, bool chan, 
 
 /* The minimal assembly switch (bench_minswitch_x86_64_sysv_elf_gas.S): n
  * round trips between two contexts saving only callee-saved GPRs, MXCSR
- * and the x87 control word, unconditionally; TSC ticks. */
-uint64_t xf_fb_minimal_switch_loop(uint64_t n, void *stack, size_t stack_size);
+ * and the x87 control word, unconditionally, both switching from one call
+ * site - or, two_sites, each from its own, so that every switch's return
+ * is mispredicted; TSC ticks. */
+uint64_t xf_fb_minimal_switch_loop(uint64_t n, void *stack, size_t stack_size, bool two_sites);
 
 #endif
