@@ -99,6 +99,7 @@ struct xf_fiber {
 	xf__waitq *wait_queue;			/* the queue it is linked on, or NULL */
 	_Atomic int wait_state;			/* enum xf__wait_state */
 	void *wait_data;			/* e.g. the message a channel waiter moves */
+	bool wait_timed;			/* its wait on a waitq has a timeout */
 	struct xf__timer timer;
 
 	/* Life and death. */

@@ -45,12 +45,21 @@ struct xf_fiber *xf__waitq_pop(xf__waitq *q)
 	return f;
 }
 
-/* Pops waiters until one can still be claimed; NULL if none. */
+/* Pops waiters until one can still be claimed; NULL if none.  Only a
+ * timed waiter can be claimed by someone not holding the queue's lock - its
+ * timer - so an untimed one is claimed with a plain store: one locked
+ * instruction less on every hand-off. */
 struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state)
 {
 	struct xf_fiber *f;
 
 	while ((f = xf__waitq_pop(q))) {
+		if (!f->wait_timed) {
+			XF_WARN_ON(atomic_load_explicit(&f->wait_state, memory_order_relaxed) !=
+				   XF_WAIT_WAITING);
+			atomic_store_explicit(&f->wait_state, state, memory_order_release);
+			return f;
+		}
 		if (xf__wait_claim(f, state))
 			return f;
 		/* It timed out and will find itself unlinked. */
@@ -63,6 +72,7 @@ int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self, 
 	int state;
 
 	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+	self->wait_timed = timeout_ns != 0;
 	xf__waitq_push(q, self);
 	state = xf__wait_block(self, timeout_ns, lock);
 	if (state == XF_WAIT_TIMEDOUT) {
