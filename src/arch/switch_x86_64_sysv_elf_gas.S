@@ -8,7 +8,10 @@
  *          +56 return address
  *
  * Only the callee-saved state is kept: rbx, rbp, r12-r15, rsp, MXCSR and the
- * x87 control word.  MXCSR and the control word are written only when the
+ * x87 control word.  The caller stores MXCSR (stmxcsr) and passes where:
+ * reading back what stmxcsr stored is slow on this CPU when it follows
+ * right away, and the caller can store it dozens of instructions before
+ * the switch reads it.  MXCSR and the control word are written only when the
  * incoming value differs from the outgoing one - loading the control word
  * marks x87 state in use (XINUSE bit 0), which would make every later kernel
  * switch and signal frame save x87 state for nothing.  Same idea as the
@@ -25,11 +28,13 @@
 
 /*
  * struct xf__switched xf__context_switch(void **save_sp, void *next_sp,
- *                                        struct xf__worker *w, uintptr_t prev)
+ *                                        struct xf__worker *w, uintptr_t prev,
+ *                                        const uint32_t *mxcsr)
  *   rdi  where to publish the outgoing stack pointer
  *   rsi  the incoming context's stack pointer
  *   rdx  the worker making the switch
  *   rcx  the outgoing context, tagged with what to do with it
+ *   r8   where the caller stored its MXCSR (nothing since changed it)
  * The incoming context receives rdx and rcx as its return value (rax:rdx):
  * the worker it now runs on and the context to settle, without reading
  * either back from memory (like Boost.Context's transfer_t).
@@ -49,10 +54,10 @@ FUNCTION xf__context_switch
 	.cfi_adjust_cfa_offset 8
 	subq	$8, %rsp			/* room for MXCSR and the control word */
 	.cfi_adjust_cfa_offset 8
-	stmxcsr	XF_CTX_MXCSR(%rsp)		/* reading MXCSR marks nothing in use */
-	fnstcw	XF_CTX_FCW(%rsp)		/* nor does reading the control word */
-	movl	XF_CTX_MXCSR(%rsp), %r8d	/* keep the outgoing values to compare */
-	movzwl	XF_CTX_FCW(%rsp), %r9d
+	movl	(%r8), %r8d			/* MXCSR, as the caller stored it */
+	movl	%r8d, XF_CTX_MXCSR(%rsp)	/* keep it, and r8d to compare */
+	fnstcw	XF_CTX_FCW(%rsp)		/* reading the control word marks nothing in use */
+	movzwl	XF_CTX_FCW(%rsp), %r9d		/* keep it to compare */
 	movq	%rsp, (%rdi)			/* publish: the outgoing context is complete */
 
 	movq	%rsi, %rsp			/* switch stacks: now on the incoming fiber */

@@ -57,7 +57,8 @@ static inline void finish_switch(struct xf__switched s)
  * word at word_after: nesting 1 for callers that end their critical section
  * themselves, or 0 for xf_yield, which has nothing left to do in it. */
 static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct xf_fiber *next,
-			     enum xf__prev_action action, uint32_t word_after)
+			     enum xf__prev_action action, uint32_t word_after,
+			     const uint32_t *mxcsr)
 {
 	/* next may have been woken while still switching out elsewhere. */
 	while (unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
@@ -76,7 +77,7 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
 	struct xf__switched s =
-	    xf__context_switch(&prev->sp, next->sp, w, (uintptr_t)prev | action);
+	    xf__context_switch(&prev->sp, next->sp, w, (uintptr_t)prev | action, mxcsr);
 	/* Back in prev, perhaps on another worker: the switch says which. */
 	xf__san_switch_finish(prev);
 	finish_switch(s);
@@ -108,7 +109,10 @@ schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t word_after)
 {
 	struct xf_fiber *prev = w->current;
 	struct xf_fiber *next;
+	uint32_t mxcsr;
 
+	/* First: the switch reads it back, and the later the cheaper. */
+	xf__store_mxcsr(&mxcsr);
 	XF_WARN_ON(!(xf__preempt_word_get() & XF_PREEMPT_NESTING));
 	release_dead_tiles(w, prev);
 	xf__runq_poll(w);
@@ -127,7 +131,7 @@ schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t word_after)
 	} else {
 		xf__runq_pop(w);
 	}
-	switch_to(w, prev, next, action, word_after);
+	switch_to(w, prev, next, action, word_after, &mxcsr);
 	return true;
 }
 
@@ -152,7 +156,10 @@ void xf_yield(void)
 /* The idle context's way into a fiber it found. */
 void xf__switch_from_idle(struct xf__worker *w, struct xf_fiber *next)
 {
-	switch_to(w, w->idle, next, XF_PREV_NONE, XF_PREEMPT_NOT_PENDING | 1);
+	uint32_t mxcsr;
+
+	xf__store_mxcsr(&mxcsr);
+	switch_to(w, w->idle, next, XF_PREV_NONE, XF_PREEMPT_NOT_PENDING | 1, &mxcsr);
 }
 
 _Noreturn void xf__fiber_main(struct xf_fiber *f, struct xf__worker *w, uintptr_t prev)
