@@ -77,7 +77,9 @@ FUNCTION xf__context_switch
 	popq	%rbp
 	movq	%rdx, %rax			/* hand over: the worker, */
 	movq	%rcx, %rdx			/* and the tagged outgoing context */
-	ret					/* into the incoming fiber, where it called us */
+	ret					/* into the incoming fiber, where it called us;
+						 * predicted right only if that is where
+						 * the outgoing one called from */
 
 .Lload_mxcsr:
 	ldmxcsr	XF_CTX_MXCSR(%rsp)
