@@ -103,16 +103,13 @@ static inline void release_dead_tiles(struct xf__worker *w, struct xf_fiber *pre
 
 /* The one scheduler decision: who runs next on w.  Inlined into xf_yield,
  * the hottest caller; xf__schedule() is the same for everyone else.
+ * *mxcsr is the caller's MXCSR, which it stored first of all.
  * Returns whether it switched (and prev has run again since). */
 static inline __attribute__((always_inline)) bool
-schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t word_after)
+schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t word_after, uint32_t *mxcsr)
 {
 	struct xf_fiber *prev = w->current;
 	struct xf_fiber *next;
-	uint32_t mxcsr;
-
-	/* First: the switch reads it back, and the later the cheaper. */
-	xf__store_mxcsr(&mxcsr);
 	XF_WARN_ON(!(xf__preempt_word_get() & XF_PREEMPT_NESTING));
 	release_dead_tiles(w, prev);
 	xf__runq_poll(w);
@@ -131,25 +128,33 @@ schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t word_after)
 	} else {
 		xf__runq_pop(w);
 	}
-	switch_to(w, prev, next, action, word_after, &mxcsr);
+	switch_to(w, prev, next, action, word_after, mxcsr);
 	return true;
 }
 
 void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
 {
-	schedule(w, action, XF_PREEMPT_NOT_PENDING | 1);
+	uint32_t mxcsr;
+
+	xf__store_mxcsr(&mxcsr);
+	schedule(w, action, XF_PREEMPT_NOT_PENDING | 1, &mxcsr);
 }
 
 void xf_yield(void)
 {
-	struct xf__worker *w = xf__this_worker();
+	uint32_t mxcsr;
+	struct xf__worker *w;
 
+	/* First of all: the switch reads it back, and the later the cheaper
+	 * (context.h).  A preemption before the disable leaves it valid. */
+	xf__store_mxcsr(&mxcsr);
+	w = xf__this_worker();
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
 		return;
 	xf__preempt_disable();
 	/* Switched: the switch served any pending preemption and leaves the
 	 * word at nesting 0 - the enable, done.  Not switched: enable. */
-	if (!schedule(w, XF_PREV_REQUEUE, XF_PREEMPT_NOT_PENDING))
+	if (!schedule(w, XF_PREV_REQUEUE, XF_PREEMPT_NOT_PENDING, &mxcsr))
 		xf__preempt_enable();
 }
 
