@@ -67,19 +67,12 @@ struct xf__switched {
 
 /* Saves the caller's context, publishes its stack pointer in *save_sp, and
  * resumes the context whose stack pointer is next_sp, handing it w and prev.
- * *mxcsr is the caller's MXCSR, stored by xf__store_mxcsr() with nothing
- * since that could change it.
+ * *mxcsr is the caller's MXCSR, stored by xf__store_mxcsr() (xstate.h) with
+ * nothing since that could change it.
  * Returns when someone switches back to the saved context, with what that
  * switch handed over. */
 struct xf__switched xf__context_switch(void **save_sp, void *next_sp, struct xf__worker *w,
 				       uintptr_t prev, const uint32_t *mxcsr);
-
-/* Stores MXCSR at *dst, for xf__context_switch to read back much later.
- * (A stmxcsr inline, not a call: nothing here touches a vector register.) */
-static inline void xf__store_mxcsr(uint32_t *dst)
-{
-	__asm__ volatile("stmxcsr %0" : "=m"(*dst));
-}
 
 /* Where a new fiber's first switch returns to; calls
  * xf__fiber_main(r12, what the switch handed over). */

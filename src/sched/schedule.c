@@ -110,6 +110,7 @@ schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t word_after,
 {
 	struct xf_fiber *prev = w->current;
 	struct xf_fiber *next;
+
 	XF_WARN_ON(!(xf__preempt_word_get() & XF_PREEMPT_NESTING));
 	release_dead_tiles(w, prev);
 	xf__runq_poll(w);

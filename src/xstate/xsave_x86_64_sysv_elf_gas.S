@@ -122,13 +122,6 @@ FUNCTION xf__vzeroupper
 	ret
 END_FUNCTION xf__vzeroupper
 
-/* uint32_t xf__stmxcsr(void) */
-FUNCTION xf__stmxcsr
-	stmxcsr	-4(%rsp)			/* red zone: this is a leaf */
-	movl	-4(%rsp), %eax
-	ret
-END_FUNCTION xf__stmxcsr
-
 /* uint16_t xf__fnstcw(void) */
 FUNCTION xf__fnstcw
 	fnstcw	-2(%rsp)			/* reads the control word without marking x87 in use */

@@ -64,8 +64,23 @@ void xf__fxrstor(const void *image);
 uint64_t xf__xgetbv(uint32_t index);
 void xf__tilerelease(void);
 void xf__vzeroupper(void);
-uint32_t xf__stmxcsr(void);
 uint16_t xf__fnstcw(void);
+
+/* Stores MXCSR at *dst.  Inline, not a call: the switch path stores it early
+ * and reads it back much later, because reading back right after stmxcsr
+ * stalls (arch/context.h).  Touches no vector register. */
+static inline void xf__store_mxcsr(uint32_t *dst)
+{
+	__asm__ volatile("stmxcsr %0" : "=m"(*dst));
+}
+
+static inline uint32_t xf__stmxcsr(void)
+{
+	uint32_t mxcsr;
+
+	xf__store_mxcsr(&mxcsr);
+	return mxcsr;
+}
 
 /* Every enabled component to its init state, MXCSR and the x87 control word
  * to their defaults (XINUSE 0): for benchmarks that must start from nothing
