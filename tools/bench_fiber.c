@@ -210,22 +210,16 @@ double xf_fb_pingpong_ns_per_switch(const struct xf_bench_params *p, bool chan, 
 
 static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
-	double ns, minimal;
+	double ns, per_switch;
 	int err;
 
 	if (p->test == FB_MINIMAL || p->test == FB_MINIMAL_2SITES) {
 		ns = minimal_switch_ns(iters, p->test == FB_MINIMAL_2SITES);
 		if (ns <= 0)
 			return ENOMEM;
-		s->value = 2.0 * (double)iters * 1e9 / ns;
-		s->elapsed_ns = ns;
-		snprintf(s->note, sizeof(s->note), "%.1f ns/switch", ns / (2.0 * (double)iters));
-		xf_bench_sample_extra(s, "ns_per_switch", ns / (2.0 * (double)iters));
-		return 0;
-	}
-	err = runtime_pingpong(p, p->test, 0, iters, s, &ns);
-	if (err)
+	} else if ((err = runtime_pingpong(p, p->test, 0, iters, s, &ns))) {
 		return err;
+	}
 	s->elapsed_ns = ns;
 	if (p->process) { /* the pipe workload's unit: usecs per round trip */
 		s->value = ns / (double)iters / 1e3;
@@ -233,17 +227,18 @@ static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 		xf_bench_sample_extra(s, "ops_per_sec", (double)iters * 1e9 / ns);
 		return 0;
 	}
-	s->value = 2.0 * (double)iters * 1e9 / ns;
+	per_switch = ns / (2.0 * (double)iters);
+	s->value = 1e9 / per_switch;
+	snprintf(s->note, sizeof(s->note), "%.1f ns/switch", per_switch);
 	if (p->test == FB_YIELD) {
 		/* The yardstick, in the same run: the minimal assembly switch. */
-		minimal = minimal_switch_ns(iters, false) / (2.0 * (double)iters);
+		double x = per_switch / (minimal_switch_ns(iters, false) / (2.0 * (double)iters));
+
 		snprintf(s->note, sizeof(s->note), "%.1f ns/switch, %.2fx the minimal asm switch",
-			 ns / (2.0 * (double)iters), ns / (2.0 * (double)iters) / minimal);
-		xf_bench_sample_extra(s, "x_minimal_switch", ns / (2.0 * (double)iters) / minimal);
-	} else {
-		snprintf(s->note, sizeof(s->note), "%.1f ns/switch", ns / (2.0 * (double)iters));
+			 per_switch, x);
+		xf_bench_sample_extra(s, "x_minimal_switch", x);
 	}
-	xf_bench_sample_extra(s, "ns_per_switch", ns / (2.0 * (double)iters));
+	xf_bench_sample_extra(s, "ns_per_switch", per_switch);
 	return 0;
 }
 
