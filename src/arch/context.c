@@ -9,13 +9,14 @@ void *xf__context_make(void *stack_top, void *arg, uint32_t mxcsr, uint16_t fcw)
 	 * an address that is 8 mod 16, as after a call: xf__fiber_start then
 	 * starts with the stack alignment a called function expects. */
 	struct xf__switch_frame *f =
-		(struct xf__switch_frame *)((uintptr_t)stack_top - 16 - sizeof(*f) + 8);
+	    (struct xf__switch_frame *)((uintptr_t)stack_top - 16 - sizeof(*f) + 8);
 
 	*f = (struct xf__switch_frame){
-		.mxcsr = mxcsr,
-		.fcw = fcw,
-		.r12 = (uint64_t)(uintptr_t)arg,
-		.rip = (uint64_t)(uintptr_t)xf__fiber_start,
+	    .mxcsr = mxcsr,
+	    .fcw = fcw,
+	    .nesting = 1,
+	    .r12 = (uint64_t)(uintptr_t)arg,
+	    .rip = (uint64_t)(uintptr_t)xf__fiber_start,
 	};
 	return f;
 }

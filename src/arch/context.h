@@ -8,7 +8,9 @@
  *   offset  contents
  *   0       MXCSR (4 bytes)                 callee-saved per the SysV ABI
  *   4       x87 control word (2 bytes)      callee-saved per the SysV ABI
- *   6       unused (2 bytes)
+ *   6       preemption nesting to resume at (2 bytes): 1 if the context
+ *           switched from C, inside the scheduler's critical section;
+ *           0 from xf_yield's assembly, which returns straight to its caller
  *   8       r15
  *   16      r14
  *   24      r13
@@ -25,16 +27,24 @@
 #ifndef XF_ARCH_CONTEXT_H
 #define XF_ARCH_CONTEXT_H
 
-#define XF_CTX_MXCSR 0
-#define XF_CTX_FCW   4
-#define XF_CTX_R15   8
-#define XF_CTX_R14   16
-#define XF_CTX_R13   24
-#define XF_CTX_R12   32
-#define XF_CTX_RBX   40
-#define XF_CTX_RBP   48
-#define XF_CTX_RIP   56
-#define XF_CTX_SIZE  64 /* the frame plus the return address */
+#define XF_CTX_MXCSR   0
+#define XF_CTX_FCW     4
+#define XF_CTX_NESTING 6
+#define XF_CTX_R15     8
+#define XF_CTX_R14     16
+#define XF_CTX_R13     24
+#define XF_CTX_R12     32
+#define XF_CTX_RBX     40
+#define XF_CTX_RBP     48
+#define XF_CTX_RIP     56
+#define XF_CTX_SIZE    64 /* the frame plus the return address */
+
+/* Sanitizer builds switch only from C, which tells the sanitizer about every
+ * switch; xf_yield's assembly fast path, which returns from a switch straight
+ * to its caller, is left out of them. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define XF_SWITCH_ANNOTATED 1
+#endif
 
 #ifndef __ASSEMBLER__
 #include <stddef.h>
@@ -43,13 +53,14 @@
 struct xf__switch_frame {
 	uint32_t mxcsr;
 	uint16_t fcw;
-	uint16_t unused;
+	uint16_t nesting;
 	uint64_t r15, r14, r13, r12, rbx, rbp;
 	uint64_t rip;
 };
 
 _Static_assert(offsetof(struct xf__switch_frame, mxcsr) == XF_CTX_MXCSR, "context.h");
 _Static_assert(offsetof(struct xf__switch_frame, fcw) == XF_CTX_FCW, "context.h");
+_Static_assert(offsetof(struct xf__switch_frame, nesting) == XF_CTX_NESTING, "context.h");
 _Static_assert(offsetof(struct xf__switch_frame, r15) == XF_CTX_R15, "context.h");
 _Static_assert(offsetof(struct xf__switch_frame, r12) == XF_CTX_R12, "context.h");
 _Static_assert(offsetof(struct xf__switch_frame, rbp) == XF_CTX_RBP, "context.h");
@@ -65,14 +76,19 @@ struct xf__switched {
 	uintptr_t prev;
 };
 
-/* Saves the caller's context, publishes its stack pointer in *save_sp, and
- * resumes the context whose stack pointer is next_sp, handing it w and prev.
- * *mxcsr is the caller's MXCSR, stored by xf__store_mxcsr() (xstate.h) with
- * nothing since that could change it.
- * Returns when someone switches back to the saved context, with what that
- * switch handed over. */
-struct xf__switched xf__context_switch(void **save_sp, void *next_sp, struct xf__worker *w,
-				       uintptr_t prev, const uint32_t *mxcsr);
+struct xf_fiber;
+
+/* The whole switch from prev (the fiber running on w, tagged with an enum
+ * xf__prev_action) to next, on w: saves prev's context and errno, publishes
+ * its stack pointer, makes next w's current fiber (on_cpu, the switch
+ * counter), and resumes next, which then clears prev's on_cpu, takes its own
+ * errno back and sets the preemption word to NOT_PENDING | the nesting its
+ * frame records.  The caller is inside the scheduler's critical section
+ * (nesting 1) and resumes there.  *mxcsr is the caller's MXCSR, stored by
+ * xf__store_mxcsr() (xstate.h) with nothing since that could change it.
+ * Returns when someone switches back, with what that switch handed over. */
+struct xf__switched xf__context_switch(struct xf__worker *w, uintptr_t prev, struct xf_fiber *next,
+				       const uint32_t *mxcsr);
 
 /* Where a new fiber's first switch returns to; calls
  * xf__fiber_main(r12, what the switch handed over). */
@@ -80,7 +96,8 @@ void xf__fiber_start(void);
 
 /* Builds a new context on the stack whose top is stack_top (16-aligned) so
  * that the first switch to it runs xf__fiber_main(arg) with the given MXCSR
- * and control word.  Returns its stack pointer. */
+ * and control word, inside the scheduler's critical section (nesting 1).
+ * Returns its stack pointer. */
 void *xf__context_make(void *stack_top, void *arg, uint32_t mxcsr, uint16_t fcw);
 #endif
 

@@ -15,10 +15,13 @@
  * signal cannot split it, and only this thread and its signal handlers
  * touch the word.
  *
- * Every context switch happens at nesting exactly 1 - the scheduler's own
- * disable - because fibers may not block or yield with preemption disabled
- * (a debug build checks it).  So the word needs no saving per fiber: after
- * a switch it is simply NOT_PENDING | 1 again.
+ * Fibers may not block or yield with preemption disabled (a debug build
+ * checks it), so the word needs no saving per fiber: a switch sets it to
+ * NOT_PENDING | the nesting the resumed context's frame records - 1 for a
+ * context that switched from C, inside the scheduler's own disable, 0 for
+ * one that left through xf_yield's assembly fast path, which runs in code
+ * where preemption never switches instead of raising the mask (see
+ * arch/switch_x86_64_sysv_elf_gas.S).
  */
 #ifndef XF_PREEMPT_PREEMPT_H
 #define XF_PREEMPT_PREEMPT_H
@@ -28,16 +31,16 @@
 #include <stdint.h>
 
 #define XF_PREEMPT_NOT_PENDING 0x80000000u
-#define XF_PREEMPT_NESTING 0x7fffffffu
+#define XF_PREEMPT_NESTING     0x7fffffffu
 
 extern __thread uint32_t xf__preempt_word
-	__attribute__((visibility("hidden"), tls_model("initial-exec")));
+    __attribute__((visibility("hidden"), tls_model("initial-exec")));
 
 static inline void xf__preempt_disable(void)
 {
 	__asm__ volatile("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
 			 "addl $1, %%fs:(%%rax)" ::
-				 : "rax", "memory", "cc");
+			     : "rax", "memory", "cc");
 }
 
 /* Takes a pending preemption: a voluntary yield. */
@@ -48,8 +51,8 @@ static inline void xf__preempt_enable(void)
 	__asm__ goto("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
 		     "subl $1, %%fs:(%%rax)\n\t"
 		     "jz %l[slow]" ::
-			     : "rax", "memory", "cc"
-			     : slow);
+			 : "rax", "memory", "cc"
+		     : slow);
 	return;
 slow:
 	xf__preempt_slow();
@@ -61,7 +64,7 @@ static inline void xf__preempt_enable_no_resched(void)
 {
 	__asm__ volatile("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
 			 "subl $1, %%fs:(%%rax)" ::
-				 : "rax", "memory", "cc");
+			     : "rax", "memory", "cc");
 }
 
 static inline uint32_t xf__preempt_word_get(void)
@@ -87,7 +90,7 @@ static inline void xf__preempt_word_set(uint32_t v)
 struct xf__worker;
 
 /* signal.c */
-int xf__preempt_install(void);  /* handlers, unsafe text ranges; once per xf_init */
+int xf__preempt_install(void); /* handlers, unsafe text ranges; once per xf_init */
 void xf__preempt_uninstall(void);
 void xf__preempt_worker_enter(struct xf__worker *w); /* on the worker's thread */
 

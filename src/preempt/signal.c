@@ -29,7 +29,8 @@
  * the soft mask raised and only marks the preemption pending.
  *
  * Safe points: the handler does not switch when the soft mask is raised,
- * when the interrupted instruction lies in libc, the dynamic loader,
+ * when the interrupted instruction lies in the switch assembly or this
+ * handler (section xf_nopreempt_text), in libc, the dynamic loader,
  * libxfiber.so or an object marked with xf_preempt_unsafe_add(), or when
  * the interrupted code ran with another signal mask than the workers' (it
  * is inside some other handler).  It marks the preemption pending instead:
@@ -206,21 +207,28 @@ static void check_frame(const struct xf_fiber *f, const ucontext_t *uc)
 	(void)base;
 }
 
-/* The handler's own code is in a section of its own: a second preemption
- * signal that lands in it before the disable or after the enable must not
- * switch, or the first frame would return on a worker it was not fixed for. */
-#define HANDLER_TEXT __attribute__((section("xf_preempt_handler_text"), noinline))
-extern const char __start_xf_preempt_handler_text[], __stop_xf_preempt_handler_text[];
+/* Code where a preemption signal never switches, whatever the soft mask
+ * says, lies in the section xf_nopreempt_text: this handler's own code - a
+ * second signal that lands in it before the disable or after the enable must
+ * not switch, or the first frame would return on a worker it was not fixed
+ * for - and the switch assembly, whose xf_yield fast path runs at nesting 0
+ * between its run-queue update and the switch. */
+#define HANDLER_TEXT __attribute__((section("xf_nopreempt_text"), noinline))
+extern const char __start_xf_nopreempt_text[], __stop_xf_nopreempt_text[];
 
-static bool must_defer(struct xf__worker *w, const ucontext_t *uc)
+/* Inside the runtime: the soft mask is raised or the code is nopreempt. */
+static bool in_runtime(uint32_t word, uintptr_t rip)
 {
-	const uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	return (word & XF_PREEMPT_NESTING) || (rip >= (uintptr_t)__start_xf_nopreempt_text &&
+					       rip < (uintptr_t)__stop_xf_nopreempt_text);
+}
+
+/* Code that may hold a lock another fiber on this thread needs, or that is
+ * inside some other signal handler. */
+static bool must_defer(const ucontext_t *uc, uintptr_t rip)
+{
 	uint64_t mask;
 
-	(void)w;
-	if (rip >= (uintptr_t)__start_xf_preempt_handler_text &&
-	    rip < (uintptr_t)__stop_xf_preempt_handler_text)
-		return true;
 	if (rip_unsafe(rip))
 		return true;
 	memcpy(&mask, &uc->uc_sigmask, sizeof(mask));
@@ -234,6 +242,7 @@ static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 	 * it are open, and they lie in this function's own section. */
 	const uint32_t word = xf__preempt_word_get();
 	ucontext_t *uc = ucv;
+	const uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	struct xf__worker *w, *preempted_on;
 	struct xf_fiber *f;
 	uint64_t switches;
@@ -246,14 +255,15 @@ static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
 		goto out; /* a worker between fibers: nothing to preempt */
 	saved_errno = *w->errno_ptr;
-	if ((word & XF_PREEMPT_NESTING) || must_defer(w, uc)) {
+	if (in_runtime(word, rip) || must_defer(uc, rip)) {
 		/* Pending: taken at the enable that ends the critical section, or
 		 * by the ticker's next signal. */
 		xf__preempt_word_set(xf__preempt_word_get() & ~XF_PREEMPT_NOT_PENDING);
 		XF_STAT_INC(w, preemptions_deferred, 1);
-		/* Not inside the runtime: hand queued work to idle workers even
-		 * though this fiber cannot switch. */
-		if (!(word & XF_PREEMPT_NESTING))
+		/* Not inside the runtime, which may be in the middle of the run
+		 * queue: hand queued work to idle workers even though this fiber
+		 * cannot switch. */
+		if (!in_runtime(word, rip))
 			xf__runq_poll(w);
 		goto restore_errno;
 	}

@@ -58,19 +58,19 @@ static inline struct xf_fiber *xf__runq_pop(struct xf__worker *w)
 }
 
 /* Pops the head (the caller has seen it is there) and queues f at the tail
- * in one go: what a yield does.  The length does not change, so nothing is
- * published to thieves. */
+ * in one go: what a yield does, here and in xf_yield's assembly, step for
+ * step.  When the head was alone it is also the tail, and leaves with a
+ * stale link to f; a fiber's link means nothing until it is queued again.
+ * The length does not change, so nothing is published to thieves. */
 static inline void xf__runq_rotate(struct xf__worker *w, struct xf_fiber *f)
 {
 	struct xf__fifo *q = &w->runq;
+	struct xf_fiber *second = q->head->run_next;
 
-	f->run_next = NULL;
-	q->head = q->head->run_next;
-	if (q->head)
-		q->tail->run_next = f;
-	else
-		q->head = f;
+	q->head = second ? second : f;
+	q->tail->run_next = f;
 	q->tail = f;
+	f->run_next = NULL;
 }
 
 static inline void xf__inbox_push(struct xf__worker *w, struct xf_fiber *f)

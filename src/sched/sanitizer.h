@@ -26,6 +26,9 @@ static inline void xf__san_switch_start(struct xf_fiber *prev, struct xf_fiber *
 				       next->stack.size);
 #endif
 #if defined(__SANITIZE_THREAD__)
+	/* The switch assembly clears prev's on_cpu, which TSan cannot see;
+	 * whoever picks prev next acquires it, so release it here. */
+	__tsan_release(&prev->on_cpu);
 	__tsan_switch_to_fiber(next->tsan_fiber, 0);
 #endif
 	(void)prev;

@@ -9,7 +9,7 @@
  * Ownership, in one place:
  *  - A fiber runs on at most one worker at a time.  `on_cpu` is 1 from the
  *    moment a worker picks it until the switch away from it has completed
- *    (finish_switch on the next context clears it).  Whoever resumes a fiber
+ *    (the switch clears it on the next context).  Whoever resumes a fiber
  *    first waits for on_cpu == 0: a fiber can be woken - and picked by
  *    another worker - while it is still switching out.
  *  - A worker's local run queue belongs to that worker alone: no lock, no
@@ -47,8 +47,8 @@ enum xf__fiber_state {
 };
 
 /* What the scheduler does with the fiber that switched away, once the
- * switch is complete (finish_switch).  It travels through the switch in the
- * low bits of that fiber's pointer. */
+ * switch is complete.  It travels through the switch in the low bits of
+ * that fiber's pointer. */
 enum xf__prev_action {
 	XF_PREV_NONE,	 /* nothing: an idle context, or already handled */
 	XF_PREV_REQUEUE, /* it yielded: back to the tail of the local queue */
@@ -268,6 +268,9 @@ uint64_t xf__now_ns(void);
  * XF_PREV_BLOCK the caller must already be reachable by its waker.  The
  * caller has disabled preemption once (xf__preempt_disable or a spinlock). */
 void xf__schedule(struct xf__worker *w, enum xf__prev_action action);
+
+/* xf_yield() in C, for every case its assembly fast path leaves to it. */
+void xf__yield_slow(void);
 
 /* Makes a blocked fiber runnable: on the caller's worker when it is a
  * worker, else on the fiber's home worker. */

@@ -1,21 +1,23 @@
 /*
  * schedule.c - picking the next fiber and switching to it.
  *
- * The switch protocol (after Linux's context_switch/finish_task_switch):
+ * The switch itself - errno, on_cpu, the current fiber, the preemption word
+ * on both sides - is xf__context_switch (arch/switch_x86_64_sysv_elf_gas.S,
+ * where the protocol is written down).  What is left here is the decision
+ * and what only C can do after a switch: an exited fiber's stack and
+ * joiner.  An exiting fiber's last switch always goes to its worker's idle
+ * context, so that only C contexts ever receive an exit: xf_yield's frames
+ * return from the switch straight to their caller.
  *
- *   prev, on worker W:  xf__context_switch(&prev->sp, next->sp, W, prev | action)
- *   next, on W:         finish_switch(what the switch handed over): settle
- *                       prev - leave it queued or blocked, or release its
- *                       stack - and clear its on_cpu
- *
- * prev becomes visible to other workers only in finish_switch, after its
- * registers are on its stack, except a blocked fiber, which its waker may
- * already have queued: whoever picks a fiber first waits for on_cpu == 0.
+ * xf_yield's common case is that assembly's own fast path; everything else
+ * comes through xf__yield_slow() here.
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "arch/context.h"
+#include "arch/layout.h"
 #include "sched/runq.h"
 #include "sched/sanitizer.h"
 #include "sched/sched.h"
@@ -25,67 +27,73 @@ struct xf__runtime xf__rt;
 
 __thread struct xf__worker *xf__tls_worker;
 
-/* The uncommon ends of a switch: a fiber that finished. */
+#define XF_PREV_ACTION_MASK 3u
+_Static_assert(_Alignof(struct xf_fiber) > XF_PREV_ACTION_MASK, "room for the action tag");
+
+/* Everything the switch assembly assumes (arch/layout.h). */
+_Static_assert(offsetof(struct xf_fiber, flags) == XF_F_FLAGS, "layout.h");
+_Static_assert(offsetof(struct xf_fiber, sp) == XF_F_SP, "layout.h");
+_Static_assert(offsetof(struct xf_fiber, on_cpu) == XF_F_ON_CPU, "layout.h");
+_Static_assert(offsetof(struct xf_fiber, saved_errno) == XF_F_SAVED_ERRNO, "layout.h");
+_Static_assert(offsetof(struct xf_fiber, run_next) == XF_F_RUN_NEXT, "layout.h");
+_Static_assert(offsetof(struct xf__worker, current) == XF_W_CURRENT, "layout.h");
+_Static_assert(offsetof(struct xf__worker, runq.head) == XF_W_RUNQ_HEAD, "layout.h");
+_Static_assert(offsetof(struct xf__worker, runq.tail) == XF_W_RUNQ_TAIL, "layout.h");
+_Static_assert(offsetof(struct xf__worker, errno_ptr) == XF_W_ERRNO_PTR, "layout.h");
+_Static_assert(offsetof(struct xf__worker, inbox) == XF_W_INBOX, "layout.h");
+_Static_assert(offsetof(struct xf__worker, steal_request) == XF_W_STEAL_REQUEST, "layout.h");
+_Static_assert(offsetof(struct xf__worker, timers_nr) == XF_W_TIMERS_NR, "layout.h");
+_Static_assert(offsetof(struct xf__worker, stats.switches) == XF_W_SWITCHES, "layout.h");
+_Static_assert(offsetof(struct xf__xstate, amx_granted) == XF_XSTATE_AMX_GRANTED, "layout.h");
+_Static_assert(sizeof(((struct xf_fiber *)0)->saved_errno) == 4, "layout.h: movl");
+_Static_assert(sizeof(((struct xf_fiber *)0)->on_cpu) == 4, "layout.h: movl");
+_Static_assert(sizeof(((struct xf__worker *)0)->steal_request) == 4, "layout.h: cmpl");
+_Static_assert(sizeof(((struct xf__worker *)0)->timers_nr) == 4, "layout.h: cmpl");
+_Static_assert(sizeof(((struct xf__xstate *)0)->amx_granted) == 1, "layout.h: cmpb");
+_Static_assert(XF_FIBER_F_IDLE == XF_FIBER_F_IDLE_BIT, "layout.h");
+_Static_assert(XF_PREV_ACTION_MASK == XF_PREV_ACTION_BITS, "layout.h");
+_Static_assert(XF_PREV_REQUEUE == XF_PREV_REQUEUE_TAG, "layout.h");
+_Static_assert(XF_PREEMPT_NOT_PENDING == XF_PREEMPT_NOT_PENDING_BIT, "layout.h");
+
+/* The uncommon end of a switch: a fiber that finished. */
 static __attribute__((noinline)) void finish_exit(struct xf__worker *w, struct xf_fiber *prev)
 {
 	/* Its stack is free now that nothing runs on it. */
 	xf__stack_put(w, &prev->stack);
-	atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
 	xf__fiber_finish(prev);
 }
 
-#define XF_PREV_ACTION_MASK 3u
-_Static_assert(_Alignof(struct xf_fiber) > XF_PREV_ACTION_MASK, "room for the action tag");
-
-/* Settles the fiber that ran on this worker before the current one.  A
- * yielding fiber was already queued (the queue is this worker's alone, so
- * nobody could take it before now), a blocked one waits for its waker: both
- * only need on_cpu cleared. */
+/* What C does with what a switch handed over; the switch did the rest. */
 static inline void finish_switch(struct xf__switched s)
 {
-	struct xf_fiber *prev = (struct xf_fiber *)(s.prev & ~(uintptr_t)XF_PREV_ACTION_MASK);
-
 	XF_WARN_ON(s.w != xf__this_worker());
-	if (unlikely((s.prev & XF_PREV_ACTION_MASK) == XF_PREV_EXIT)) {
-		finish_exit(s.w, prev);
-		return;
-	}
-	atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+	if (unlikely((s.prev & XF_PREV_ACTION_MASK) == XF_PREV_EXIT))
+		finish_exit(s.w, (struct xf_fiber *)(s.prev & ~(uintptr_t)XF_PREV_ACTION_MASK));
 }
 
-/* Switches from prev to next; when prev runs again, it leaves the preemption
- * word at word_after: nesting 1 for callers that end their critical section
- * themselves, or 0 for xf_yield, which has nothing left to do in it. */
+/* Out of line: the spin would otherwise cost the hot path a register. */
+static __attribute__((noinline)) void wait_off_cpu(struct xf_fiber *f)
+{
+	while (atomic_load_explicit(&f->on_cpu, memory_order_acquire))
+		__builtin_ia32_pause();
+}
+
+/* Switches from prev to next.  Called and resumed at nesting 1. */
 static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct xf_fiber *next,
-			     enum xf__prev_action action, uint32_t word_after,
-			     const uint32_t *mxcsr)
+			     enum xf__prev_action action, const uint32_t *mxcsr)
 {
 	/* next may have been woken while still switching out elsewhere. */
-	while (unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
-		__builtin_ia32_pause();
-	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
-	XF_STAT_INC(w, switches, 1);
-	/* Every switch happens at nesting 1, the scheduler's own: fibers may
-	 * not block or yield with preemption disabled (xfiber.h).  So there is
-	 * nothing to save; the switch serves any pending preemption. */
+	if (unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
+		wait_off_cpu(next);
+	/* Every switch from C happens at nesting 1, the scheduler's own:
+	 * fibers may not block or yield with preemption disabled (xfiber.h). */
 	XF_WARN_ON((xf__preempt_word_get() & XF_PREEMPT_NESTING) != 1);
-	/* errno is per fiber; both sides store only when the value differs. */
-	const int err = *w->errno_ptr;
-	if (unlikely(prev->saved_errno != err))
-		prev->saved_errno = err;
-	/* Read by the ticker from another thread: a relaxed store, free on x86. */
-	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
+	XF_WARN_ON(action == XF_PREV_EXIT && next != w->idle);
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
-	struct xf__switched s =
-	    xf__context_switch(&prev->sp, next->sp, w, (uintptr_t)prev | action, mxcsr);
+	struct xf__switched s = xf__context_switch(w, (uintptr_t)prev | action, next, mxcsr);
 	/* Back in prev, perhaps on another worker: the switch says which. */
 	xf__san_switch_finish(prev);
 	finish_switch(s);
-	if (unlikely(*s.w->errno_ptr != prev->saved_errno))
-		*s.w->errno_ptr = prev->saved_errno;
-	/* Last: a preemption taken once the word allows it saves errno
-	 * again, so errno must be this fiber's by then. */
-	xf__preempt_word_set(word_after);
 }
 
 /* At a voluntary switch the ABI makes tiles dead: give them back, so that
@@ -101,12 +109,9 @@ static inline void release_dead_tiles(struct xf__worker *w, struct xf_fiber *pre
 	}
 }
 
-/* The one scheduler decision: who runs next on w.  Inlined into xf_yield,
- * the hottest caller; xf__schedule() is the same for everyone else.
- * *mxcsr is the caller's MXCSR, which it stored first of all.
- * Returns whether it switched (and prev has run again since). */
-static inline __attribute__((always_inline)) bool
-schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t word_after, uint32_t *mxcsr)
+/* The one scheduler decision: who runs next on w, and the switch to it.
+ * *mxcsr is the caller's MXCSR, which it stored first of all. */
+static void schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t *mxcsr)
 {
 	struct xf_fiber *prev = w->current;
 	struct xf_fiber *next;
@@ -118,19 +123,18 @@ schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t word_after,
 	if (next == prev) {
 		/* Woken (by a timer run in the poll above) before it left. */
 		xf__runq_pop(w);
-		return false;
+		return;
 	}
-	if (!next) {
+	if (!next || action == XF_PREV_EXIT) {
 		if (action == XF_PREV_REQUEUE)
-			return false; /* nothing else to run: keep going */
+			return; /* nothing else to run: keep going */
 		next = w->idle;
 	} else if (action == XF_PREV_REQUEUE) {
 		xf__runq_rotate(w, prev); /* next off the head, prev onto the tail */
 	} else {
 		xf__runq_pop(w);
 	}
-	switch_to(w, prev, next, action, word_after, mxcsr);
-	return true;
+	switch_to(w, prev, next, action, mxcsr);
 }
 
 void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
@@ -138,10 +142,10 @@ void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
 	uint32_t mxcsr;
 
 	xf__store_mxcsr(&mxcsr);
-	schedule(w, action, XF_PREEMPT_NOT_PENDING | 1, &mxcsr);
+	schedule(w, action, &mxcsr);
 }
 
-void xf_yield(void)
+void xf__yield_slow(void)
 {
 	uint32_t mxcsr;
 	struct xf__worker *w;
@@ -153,11 +157,17 @@ void xf_yield(void)
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
 		return;
 	xf__preempt_disable();
-	/* Switched: the switch served any pending preemption and leaves the
-	 * word at nesting 0 - the enable, done.  Not switched: enable. */
-	if (!schedule(w, XF_PREV_REQUEUE, XF_PREEMPT_NOT_PENDING, &mxcsr))
-		xf__preempt_enable();
+	schedule(w, XF_PREV_REQUEUE, &mxcsr);
+	xf__preempt_enable();
 }
+
+#ifdef XF_SWITCH_ANNOTATED
+/* Sanitizer builds: every yield takes the C path, which annotates it. */
+void xf_yield(void)
+{
+	xf__yield_slow();
+}
+#endif
 
 /* The idle context's way into a fiber it found. */
 void xf__switch_from_idle(struct xf__worker *w, struct xf_fiber *next)
@@ -165,15 +175,14 @@ void xf__switch_from_idle(struct xf__worker *w, struct xf_fiber *next)
 	uint32_t mxcsr;
 
 	xf__store_mxcsr(&mxcsr);
-	switch_to(w, w->idle, next, XF_PREV_NONE, XF_PREEMPT_NOT_PENDING | 1, &mxcsr);
+	switch_to(w, w->idle, next, XF_PREV_NONE, &mxcsr);
 }
 
+/* A new context starts here at nesting 1 (its frame says so). */
 _Noreturn void xf__fiber_main(struct xf_fiber *f, struct xf__worker *w, uintptr_t prev)
 {
 	xf__san_switch_finish(f);
 	finish_switch((struct xf__switched){w, prev});
-	/* A new context starts inside the scheduler's critical section. */
-	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING | 1);
 	if (f->flags & XF_FIBER_F_IDLE)
 		xf__idle_loop(w); /* worker 0's scheduler context: never returns */
 	*w->errno_ptr = 0;

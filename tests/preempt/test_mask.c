@@ -1,21 +1,29 @@
 /*
  * test_mask.c - the soft preemption mask, safe points and their counters.
  *
- * usage: test_mask mask|libc|unsafe|stats
+ * usage: test_mask mask|libc|unsafe|yield|stats
  *   mask    disable/enable nest; a preemption arriving while disabled is
  *           taken at the outermost enable, not before
  *   libc    fibers hammering malloc/free and snprintf under 50 us slices on
  *           one worker never deadlock (preemption inside libc is deferred)
  *   unsafe  xf_preempt_unsafe_add() makes a whole object a deferral zone
+ *   yield   fibers yielding flat out while another thread fires preemption
+ *           signals at their worker: signals landing in xf_yield's
+ *           assembly fast path (which runs without the soft mask) are
+ *           deferred, the others preempt; no yield is lost, and each fiber
+ *           keeps its own errno and MXCSR through both kinds of switch
  *   stats   xf_stats_get's errors; xf_preempt_enable without disable is
  *           harmless
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "testlib.h"
 #include "xfiber.h"
@@ -192,6 +200,82 @@ static void test_unsafe(void)
 		xf_test_fail("no preemption was even attempted");
 }
 
+#define YIELDERS     4
+#define YIELD_ROUNDS 300000
+
+static atomic_ulong yields_done[YIELDERS];
+
+static void *yielder(void *arg)
+{
+	const unsigned i = (unsigned)(uintptr_t)arg;
+	/* Round to nearest, down, up, towards zero: one per fiber. */
+	const unsigned mxcsr = 0x1f80u | (i % 4) << 13;
+
+	__builtin_ia32_ldmxcsr(mxcsr);
+	for (unsigned long n = 0; n < YIELD_ROUNDS; n++) {
+		errno = (int)(1000 + i);
+		xf_yield();
+		if (errno != (int)(1000 + i))
+			xf_test_fail("fiber %u found errno %d after a yield", i, errno);
+		if (__builtin_ia32_stmxcsr() != mxcsr)
+			xf_test_fail("fiber %u found MXCSR %#x after a yield, not %#x", i,
+				     __builtin_ia32_stmxcsr(), mxcsr);
+		atomic_store_explicit(&yields_done[i], n + 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+struct signaller {
+	pid_t tid;
+	atomic_ulong sent;
+};
+
+/* Fires the preemption signal (SIGURG) at one thread every ~10 us. */
+static void *signal_thread(void *arg)
+{
+	struct signaller *s = arg;
+
+	while (!atomic_load(&stop)) {
+		if (syscall(SYS_tgkill, getpid(), s->tid, SIGURG) == 0)
+			atomic_fetch_add(&s->sent, 1);
+		spin_for(10 * 1000);
+	}
+	return NULL;
+}
+
+static void test_yield(void)
+{
+	struct signaller sig = {.tid = (pid_t)syscall(SYS_gettid)};
+	xf_fiber *f[YIELDERS];
+	pthread_t thread;
+	xf_stats st;
+
+	/* One worker: this thread, where the signals go. */
+	CHECK_ERR(xf_init(&(xf_config){.workers = 1, .slice_us = 50}), 0);
+	for (unsigned i = 0; i < YIELDERS; i++)
+		CHECK_ERR(xf_spawn(&f[i], yielder, (void *)(uintptr_t)i, NULL), 0);
+	CHECK(pthread_create(&thread, NULL, signal_thread, &sig) == 0);
+	for (unsigned i = 0; i < YIELDERS; i++)
+		CHECK_ERR(xf_join(f[i], NULL), 0);
+	atomic_store(&stop, true);
+	pthread_join(thread, NULL);
+	CHECK_ERR(xf_stats_get(&st), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("yield: %d fibers x %d yields, %lu signals: %lu preemptions, %lu deferred\n",
+	       YIELDERS, YIELD_ROUNDS, atomic_load(&sig.sent), (unsigned long)st.total.preemptions,
+	       (unsigned long)st.total.preemptions_deferred);
+	for (unsigned i = 0; i < YIELDERS; i++) {
+		if (atomic_load(&yields_done[i]) != YIELD_ROUNDS)
+			xf_test_fail("fiber %u finished %lu yields of %d", i,
+				     atomic_load(&yields_done[i]), YIELD_ROUNDS);
+	}
+	if (st.total.switches < (uint64_t)YIELDERS * YIELD_ROUNDS)
+		xf_test_fail("%lu switches for %d yields", (unsigned long)st.total.switches,
+			     YIELDERS * YIELD_ROUNDS);
+	if (!atomic_load(&sig.sent) || !(st.total.preemptions + st.total.preemptions_deferred))
+		xf_test_fail("no preemption signal reached the yielding fibers");
+}
+
 static void test_stats(void)
 {
 	xf_stats st;
@@ -214,13 +298,15 @@ static void test_stats(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		xf_test_fail("usage: test_mask mask|libc|unsafe|stats");
+		xf_test_fail("usage: test_mask mask|libc|unsafe|yield|stats");
 	if (!strcmp(argv[1], "mask"))
 		test_mask();
 	else if (!strcmp(argv[1], "libc"))
 		test_libc();
 	else if (!strcmp(argv[1], "unsafe"))
 		test_unsafe();
+	else if (!strcmp(argv[1], "yield"))
+		test_yield();
 	else if (!strcmp(argv[1], "stats"))
 		test_stats();
 	else
