@@ -115,6 +115,25 @@ static struct layout layout_of(const struct xf_bench_plan *plan)
 	return l;
 }
 
+/* The note shows the last run; a paired ratio (an extra named x_*) is a
+ * fresh comparison in every run, so the table also gives its median over
+ * all of them, which is the figure to quote. */
+static void print_ratio_medians(FILE *out, const struct xf_bench_row *row)
+{
+	for (unsigned e = 0; row->nsamples > 1 && e < row->last.nextra; e++) {
+		double v[XF_BENCH_MAX_RUNS];
+		struct xf_bench_summary st;
+
+		if (strncmp(row->last.extra[e].key, "x_", 2))
+			continue;
+		for (unsigned r = 0; r < row->nsamples; r++)
+			v[r] = row->extra_runs[r][e];
+		xf_bench_summarize(v, row->nsamples, &st);
+		fprintf(out, "; over the %u runs %.2fx (%.2fx-%.2fx)", row->nsamples, st.median,
+			st.min, st.max);
+	}
+}
+
 void xf_bench_print_table(FILE *out, const struct xf_bench_opts *o,
 			  const struct xf_bench_plan *plan)
 {
@@ -148,10 +167,12 @@ void xf_bench_print_table(FILE *out, const struct xf_bench_opts *o,
 		}
 		xf_bench_summarize(row->samples, row->nsamples, &st);
 		sp = base ? xf_bench_speedup(st.mean, bst.mean, w->higher_is_better) : NAN;
-		fprintf(out, "%*s | %*s | %*.*f | %*.*f | %*.*f | %*.*f | %*.2f | %s\n", l.name,
+		fprintf(out, "%*s | %*s | %*.*f | %*.*f | %*.*f | %*.*f | %*.2f | %s", l.name,
 			row->name, l.pin, row->pinning, l.num, l.decimals, st.mean, l.num,
 			l.decimals, st.stddev, l.num, l.decimals, st.min, l.num, l.decimals,
 			st.median, (int)strlen(speedup_head), sp, row->last.note);
+		print_ratio_medians(out, row);
+		fputc('\n', out);
 	}
 }
 
