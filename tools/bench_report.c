@@ -115,10 +115,11 @@ static struct layout layout_of(const struct xf_bench_plan *plan)
 	return l;
 }
 
-/* The note shows the last run; a paired ratio (an extra named x_*) is a
- * fresh comparison in every run, so the table also gives its median over
- * all of them, which is the figure to quote. */
-static void print_ratio_medians(FILE *out, const struct xf_bench_row *row)
+/* The note shows the last run; a paired ratio (the first extra named x_*;
+ * any after it are its spread within the run) is a fresh comparison in every
+ * run, so the table also gives its median over all of them, which is the
+ * figure to quote. */
+static void print_ratio_median(FILE *out, const struct xf_bench_row *row)
 {
 	for (unsigned e = 0; row->nsamples > 1 && e < row->last.nextra; e++) {
 		double v[XF_BENCH_MAX_RUNS];
@@ -131,6 +132,7 @@ static void print_ratio_medians(FILE *out, const struct xf_bench_row *row)
 		xf_bench_summarize(v, row->nsamples, &st);
 		fprintf(out, "; over the %u runs %.2fx (%.2fx-%.2fx)", row->nsamples, st.median,
 			st.min, st.max);
+		return;
 	}
 }
 
@@ -171,7 +173,7 @@ void xf_bench_print_table(FILE *out, const struct xf_bench_opts *o,
 			row->name, l.pin, row->pinning, l.num, l.decimals, st.mean, l.num,
 			l.decimals, st.stddev, l.num, l.decimals, st.min, l.num, l.decimals,
 			st.median, (int)strlen(speedup_head), sp, row->last.note);
-		print_ratio_medians(out, row);
+		print_ratio_median(out, row);
 		fputc('\n', out);
 	}
 }
