@@ -279,12 +279,17 @@ void xf__wake(struct xf_fiber *f);
 /* Blocks the calling fiber until xf__wait_wake() or the timeout (0 = none).
  * Returns the final enum xf__wait_state.  The caller has set wait_state to
  * XF_WAIT_WAITING and linked itself where wakers find it, under a lock
- * that `unlock` releases (may be NULL) after the timer is armed. */
+ * that `unlock` releases (may be NULL) after the timer is armed - and it
+ * disabled preemption (once: a spinlock does) *before* it could be found:
+ * a fiber preempted between being found and switching out would be queued
+ * twice, by the preemption and by its waker.  Returns with preemption
+ * enabled. */
 int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t *unlock);
 
 /* For a fiber that set XF_WAIT_WAITING and published itself but then found
  * it need not wait: withdraws, or, if a waker already claimed it, takes that
- * wake-up.  Returns the final enum xf__wait_state. */
+ * wake-up.  Called with preemption disabled, as xf__wait_block() is;
+ * returns with it enabled.  Returns the final enum xf__wait_state. */
 int xf__wait_cancel(struct xf_fiber *self);
 
 /* Claims a waiting fiber for waking with result `state`: true if the

@@ -213,11 +213,10 @@ int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t 
 	struct xf__worker *w;
 	int state;
 
-	/* With a lock, its disable carries us into the switch: a preemption
-	 * between the unlock and the switch would queue a fiber that its
-	 * waker may queue too. */
-	if (!unlock)
-		xf__preempt_disable();
+	/* The caller's disable carries us into the switch: a preemption
+	 * between publishing ourselves and the switch would queue a fiber
+	 * that its waker may queue too. */
+	XF_WARN_ON(!(xf__preempt_word_get() & XF_PREEMPT_NESTING));
 	w = xf__this_worker();
 	if (timeout_ns)
 		xf__timer_arm(w, self, xf__now_ns() + timeout_ns);
@@ -235,8 +234,10 @@ int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t 
 int xf__wait_cancel(struct xf_fiber *self)
 {
 	/* Nobody claimed the wait yet: take it back and go on running. */
-	if (xf__wait_claim(self, XF_WAIT_NONE))
+	if (xf__wait_claim(self, XF_WAIT_NONE)) {
+		xf__preempt_enable();
 		return XF_WAIT_NONE;
+	}
 	/* A waker won and is queueing us: consume that wake-up. */
 	return xf__wait_block(self, 0, NULL);
 }
