@@ -60,9 +60,12 @@
 	movl	(%r10), %eax
 	movl	%eax, XF_F_SAVED_ERRNO(%rsi)	/* which is prev's: errno is per fiber */
 	movq	%rsp, XF_F_SP(%rsi)		/* publish: prev's context is complete */
-	movq	%rdx, XF_W_CURRENT(%rdi)	/* read by the ticker: a plain store */
-	movl	$1, XF_F_ON_CPU(%rdx)
 	addq	$1, XF_W_SWITCHES(%rdi)		/* stats.switches; only this thread writes it */
+	movq	%rdx, XF_W_CURRENT(%rdi)	/* after the count: the ticker reads current
+						 * first, and must not pair next with the
+						 * old count (it would think next ran a
+						 * whole slice) */
+	movl	$1, XF_F_ON_CPU(%rdx)
 
 	movq	XF_F_SP(%rdx), %rsp		/* switch stacks: now on next */
 
@@ -82,16 +85,22 @@
 	.cfi_adjust_cfa_offset -8
 	popq	%r15
 	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r15
 	popq	%r14
 	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r14
 	popq	%r13
 	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r13
 	popq	%r12
 	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r12
 	popq	%rbx
 	.cfi_adjust_cfa_offset -8
+	.cfi_restore %rbx
 	popq	%rbp
 	.cfi_adjust_cfa_offset -8
+	.cfi_restore %rbp
 	movq	%rdi, %rax			/* hand over: the worker, */
 	movq	%rcx, %rdx			/* and the tagged outgoing fiber */
 	ret					/* into next, where it called from; predicted
@@ -103,20 +112,28 @@
 	jmp	2b
 .endm
 
-/* The frame of context.h: callee-saved GPRs, room for MXCSR and the rest. */
+/* The frame of context.h: callee-saved GPRs, room for MXCSR and the rest.
+ * The register rules are relative to the CFA, so they stay right across the
+ * stack switch: both frames have the same layout below their return address. */
 .macro PUSH_FRAME
 	pushq	%rbp
 	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -16
 	pushq	%rbx
 	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbx, -24
 	pushq	%r12
 	.cfi_adjust_cfa_offset 8
+	.cfi_offset %r12, -32
 	pushq	%r13
 	.cfi_adjust_cfa_offset 8
+	.cfi_offset %r13, -40
 	pushq	%r14
 	.cfi_adjust_cfa_offset 8
+	.cfi_offset %r14, -48
 	pushq	%r15
 	.cfi_adjust_cfa_offset 8
+	.cfi_offset %r15, -56
 	subq	$8, %rsp
 	.cfi_adjust_cfa_offset 8
 .endm
@@ -170,6 +187,13 @@ PUBLIC_FUNCTION xf_yield
 	movq	XF_W_CURRENT(%rdi), %rsi	/* prev: the calling fiber */
 	testl	$XF_FIBER_F_IDLE_BIT, XF_F_FLAGS(%rsi)
 	jnz	.Lyield_return			/* the idle context has no one to yield to */
+#ifdef XFIBER_DEBUG
+	/* Yielding with preemption disabled is a bug of the caller's: the C
+	 * path reports it (schedule()'s invariant checks). */
+	movq	xf__preempt_word@gottpoff(%rip), %rax
+	testl	$XF_PREEMPT_NESTING_BITS, %fs:(%rax)
+	jnz	xf__yield_slow
+#endif
 	/* What C must see to first (xf__runq_poll, release_dead_tiles):
 	 * tiles to release, an inbox, a steal request, timers to poll. */
 	cmpb	$0, xf__xstate+XF_XSTATE_AMX_GRANTED(%rip)

@@ -54,6 +54,7 @@ _Static_assert(XF_FIBER_F_IDLE == XF_FIBER_F_IDLE_BIT, "layout.h");
 _Static_assert(XF_PREV_ACTION_MASK == XF_PREV_ACTION_BITS, "layout.h");
 _Static_assert(XF_PREV_REQUEUE == XF_PREV_REQUEUE_TAG, "layout.h");
 _Static_assert(XF_PREEMPT_NOT_PENDING == XF_PREEMPT_NOT_PENDING_BIT, "layout.h");
+_Static_assert(XF_PREEMPT_NESTING == XF_PREEMPT_NESTING_BITS, "layout.h");
 
 /* The uncommon end of a switch: a fiber that finished. */
 static __attribute__((noinline)) void finish_exit(struct xf__worker *w, struct xf_fiber *prev)
