@@ -243,6 +243,7 @@ static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 	const uint32_t word = xf__preempt_word_get();
 	ucontext_t *uc = ucv;
 	const uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	const bool inside = in_runtime(word, rip);
 	struct xf__worker *w, *preempted_on;
 	struct xf_fiber *f;
 	uint64_t switches;
@@ -255,7 +256,7 @@ static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
 		goto out; /* a worker between fibers: nothing to preempt */
 	saved_errno = *w->errno_ptr;
-	if (in_runtime(word, rip) || must_defer(uc, rip)) {
+	if (inside || must_defer(uc, rip)) {
 		/* Pending: taken at the enable that ends the critical section, or
 		 * by the ticker's next signal. */
 		xf__preempt_word_set(xf__preempt_word_get() & ~XF_PREEMPT_NOT_PENDING);
@@ -263,7 +264,7 @@ static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 		/* Not inside the runtime, which may be in the middle of the run
 		 * queue: hand queued work to idle workers even though this fiber
 		 * cannot switch. */
-		if (!in_runtime(word, rip))
+		if (!inside)
 			xf__runq_poll(w);
 		goto restore_errno;
 	}

@@ -255,16 +255,12 @@ int xf_join(xf_fiber *f, void **result)
 		return err;
 	if (!atomic_compare_exchange_strong(&f->detach_state, &expected_state, XF_DETACH_JOINING))
 		return EINVAL; /* detached, or someone else is joining */
-	/* Before f can find us (xf__wait_block). */
-	xf__preempt_disable();
-	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+	xf__wait_prepare(self);
 	if (atomic_compare_exchange_strong_explicit(&f->joiner, &expected, self,
-						    memory_order_acq_rel, memory_order_acquire)) {
+						    memory_order_acq_rel, memory_order_acquire))
 		xf__wait_block(self, 0, NULL);
-	} else {
-		atomic_store_explicit(&self->wait_state, XF_WAIT_NONE, memory_order_relaxed);
-		xf__preempt_enable();
-	}
+	else
+		xf__wait_cancel(self); /* f finished first: nobody will wake us */
 	XF_WARN_ON(atomic_load_explicit(&f->state, memory_order_acquire) != XF_FIBER_DONE);
 	if (result)
 		*result = f->result;
@@ -320,8 +316,7 @@ int xf_sleep_ns(uint64_t ns)
 		xf_yield();
 		return 0;
 	}
-	xf__preempt_disable(); /* xf__wait_block's rule, though only our timer wakes us */
-	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+	xf__wait_prepare(self);
 	xf__wait_block(self, ns, NULL);
 	return 0;
 }

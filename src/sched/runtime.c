@@ -238,9 +238,7 @@ int xf_init(const xf_config *cfg)
 static void wait_for_others(struct xf_fiber *self)
 {
 	while (atomic_load_explicit(&xf__rt.live, memory_order_seq_cst) > 1) {
-		/* Before the last fiber to finish can find us (xf__wait_block). */
-		xf__preempt_disable();
-		atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+		xf__wait_prepare(self);
 		atomic_store_explicit(&xf__rt.shutdown_waiting, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&xf__rt.live, memory_order_seq_cst) == 1)
 			xf__wait_cancel(self);

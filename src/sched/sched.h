@@ -292,6 +292,16 @@ int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t 
  * returns with it enabled.  Returns the final enum xf__wait_state. */
 int xf__wait_cancel(struct xf_fiber *self);
 
+/* The start of a wait that no lock guards (a join, a sleep, shutdown's
+ * wait): preemption off, then XF_WAIT_WAITING, before anything publishes
+ * the fiber to its waker (xf__wait_block's rule).  Ends in
+ * xf__wait_block() or xf__wait_cancel(). */
+static inline void xf__wait_prepare(struct xf_fiber *self)
+{
+	xf__preempt_disable();
+	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+}
+
 /* Claims a waiting fiber for waking with result `state`: true if the
  * caller won it (and must then xf__wake it), false if a timeout or another
  * waker got there first. */
