@@ -14,7 +14,6 @@ void *xf__context_make(void *stack_top, void *arg, uint32_t mxcsr, uint16_t fcw)
 	*f = (struct xf__switch_frame){
 	    .mxcsr = mxcsr,
 	    .fcw = fcw,
-	    .nesting = 1,
 	    .r12 = (uint64_t)(uintptr_t)arg,
 	    .rip = (uint64_t)(uintptr_t)xf__fiber_start,
 	};

@@ -8,9 +8,7 @@
  *   offset  contents
  *   0       MXCSR (4 bytes)                 callee-saved per the SysV ABI
  *   4       x87 control word (2 bytes)      callee-saved per the SysV ABI
- *   6       preemption nesting to resume at (2 bytes): 1 if the context
- *           switched from C, inside the scheduler's critical section;
- *           0 from xf_yield's assembly, which returns straight to its caller
+ *   6       unused (2 bytes, stored as 0)
  *   8       r15
  *   16      r14
  *   24      r13
@@ -20,24 +18,26 @@
  *   56      return address                  where xf__context_switch returns to
  *
  * Vector, opmask and tile registers are caller-saved at a call, so a
- * voluntary switch has nothing more to keep.  A new fiber's stack is built
- * by C to look the same, with the return address pointing at
- * xf__fiber_start and r12 holding the fiber.
+ * voluntary switch has nothing more to keep.  Where the return address
+ * leads - into C, or straight into the caller of xf_yield - the fiber's
+ * on_cpu records (sched.h), not the frame.  A new fiber's stack is built by
+ * C to look the same, with the return address pointing at xf__fiber_start
+ * and r12 holding the fiber; it resumes in C (XF_OFF_CPU).
  */
 #ifndef XF_ARCH_CONTEXT_H
 #define XF_ARCH_CONTEXT_H
 
-#define XF_CTX_MXCSR   0
-#define XF_CTX_FCW     4
-#define XF_CTX_NESTING 6
-#define XF_CTX_R15     8
-#define XF_CTX_R14     16
-#define XF_CTX_R13     24
-#define XF_CTX_R12     32
-#define XF_CTX_RBX     40
-#define XF_CTX_RBP     48
-#define XF_CTX_RIP     56
-#define XF_CTX_SIZE    64 /* the frame plus the return address */
+#define XF_CTX_MXCSR  0
+#define XF_CTX_FCW    4
+#define XF_CTX_UNUSED 6
+#define XF_CTX_R15    8
+#define XF_CTX_R14    16
+#define XF_CTX_R13    24
+#define XF_CTX_R12    32
+#define XF_CTX_RBX    40
+#define XF_CTX_RBP    48
+#define XF_CTX_RIP    56
+#define XF_CTX_SIZE   64 /* the frame plus the return address */
 
 /* Sanitizer builds switch only from C, which tells the sanitizer about every
  * switch; xf_yield's assembly fast path, which returns from a switch straight
@@ -53,14 +53,14 @@
 struct xf__switch_frame {
 	uint32_t mxcsr;
 	uint16_t fcw;
-	uint16_t nesting;
+	uint16_t unused;
 	uint64_t r15, r14, r13, r12, rbx, rbp;
 	uint64_t rip;
 };
 
 _Static_assert(offsetof(struct xf__switch_frame, mxcsr) == XF_CTX_MXCSR, "context.h");
 _Static_assert(offsetof(struct xf__switch_frame, fcw) == XF_CTX_FCW, "context.h");
-_Static_assert(offsetof(struct xf__switch_frame, nesting) == XF_CTX_NESTING, "context.h");
+_Static_assert(offsetof(struct xf__switch_frame, unused) == XF_CTX_UNUSED, "context.h");
 _Static_assert(offsetof(struct xf__switch_frame, r15) == XF_CTX_R15, "context.h");
 _Static_assert(offsetof(struct xf__switch_frame, r12) == XF_CTX_R12, "context.h");
 _Static_assert(offsetof(struct xf__switch_frame, rbp) == XF_CTX_RBP, "context.h");
@@ -81,9 +81,10 @@ struct xf_fiber;
 /* The whole switch from prev (the fiber running on w, tagged with an enum
  * xf__prev_action) to next, on w: saves prev's context and errno, publishes
  * its stack pointer, makes next w's current fiber (on_cpu, the switch
- * counter), and resumes next, which then clears prev's on_cpu, takes its own
- * errno back and sets the preemption word to NOT_PENDING | the nesting its
- * frame records.  The caller is inside the scheduler's critical section
+ * counter), and resumes next, which then sets prev's on_cpu to XF_OFF_CPU,
+ * takes its own errno back and sets the preemption word to NOT_PENDING | the
+ * nesting it resumes at (next's on_cpu says: 1 in C, 0 in an xf_yield's
+ * caller).  The caller is inside the scheduler's critical section
  * (nesting 1) and resumes there.  *mxcsr is the caller's MXCSR, stored by
  * xf__store_mxcsr() (xstate.h) with nothing since that could change it.
  * Returns when someone switches back, with what that switch handed over. */
@@ -96,8 +97,8 @@ void xf__fiber_start(void);
 
 /* Builds a new context on the stack whose top is stack_top (16-aligned) so
  * that the first switch to it runs xf__fiber_main(arg) with the given MXCSR
- * and control word, inside the scheduler's critical section (nesting 1).
- * Returns its stack pointer. */
+ * and control word, inside the scheduler's critical section (nesting 1: the
+ * fiber's on_cpu must say XF_OFF_CPU).  Returns its stack pointer. */
 void *xf__context_make(void *stack_top, void *arg, uint32_t mxcsr, uint16_t fcw);
 #endif
 

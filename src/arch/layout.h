@@ -22,7 +22,7 @@
 #define XF_W_ERRNO_PTR	   40
 #define XF_W_INBOX	   64
 #define XF_W_STEAL_REQUEST 72
-#define XF_W_TIMERS_NR	   132
+#define XF_W_TIMERS_NR	   76	/* right after steal_request */
 #define XF_W_SWITCHES	   1728 /* stats.switches */
 
 /* struct xf__xstate (xstate/xstate.h) */
@@ -32,6 +32,9 @@
 #define XF_FIBER_F_IDLE_BIT	   0x2	      /* XF_FIBER_F_IDLE */
 #define XF_PREV_ACTION_BITS	   3	      /* XF_PREV_ACTION_MASK */
 #define XF_PREV_REQUEUE_TAG	   1	      /* XF_PREV_REQUEUE */
+#define XF_CPU_STATE_ON		   1	      /* on_cpu: XF_ON_CPU */
+#define XF_CPU_STATE_OFF	   0	      /* XF_OFF_CPU */
+#define XF_CPU_STATE_YIELDED	   2	      /* XF_OFF_CPU_YIELDED */
 #define XF_PREEMPT_NOT_PENDING_BIT 0x80000000 /* XF_PREEMPT_NOT_PENDING */
 #define XF_PREEMPT_NESTING_BITS	   0x7fffffff /* XF_PREEMPT_NESTING */
 

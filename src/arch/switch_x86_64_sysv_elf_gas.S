@@ -4,7 +4,7 @@
  * The frame a switched-out context leaves on its stack is described in
  * context.h (offsets XF_CTX_*); the C fields used here in layout.h.
  *
- *   sp ->  +0  MXCSR | +4 x87 CW | +6 nesting to resume at
+ *   sp ->  +0  MXCSR | +4 x87 CW | +6 unused (0)
  *          +8  r15   +16 r14   +24 r13   +32 r12   +40 rbx   +48 rbp
  *          +56 return address
  *
@@ -18,25 +18,41 @@
  * idea as the kernel writing PKRU only when it changes, or restoring IF with
  * a conditional STI instead of POPF.
  *
- * Both entries end in one switch body (SWITCH_BODY), which does the whole of
- * the switch protocol, after Linux's context_switch + finish_task_switch:
+ * Both entries share the two halves of the switch (SWITCH_OUT, SWITCH_IN),
+ * which do the whole of the protocol, after Linux's context_switch +
+ * finish_task_switch:
  *
  *   outgoing, on worker W:  save errno into prev, publish prev->sp,
- *                           W->current = next, next->on_cpu = 1, count it
- *   incoming (next), on W:  preemption word = NOT_PENDING | frame's nesting,
- *                           errno = next's, prev->on_cpu = 0
+ *                           W->current = next, next->on_cpu = ON_CPU,
+ *                           count it
+ *   incoming (next), on W:  preemption word = NOT_PENDING | the nesting
+ *                           next resumes at, errno = next's,
+ *                           prev->on_cpu = how prev left
  *
- * prev becomes visible to other workers only when its on_cpu is cleared,
+ * A context resumes where it switched from, and that is one of two places,
+ * which its on_cpu records when it goes off its CPU:
+ *
+ *   XF_OFF_CPU          in C (xf__context_switch's caller, or
+ *                       xf__fiber_start), at nesting 1, handed the worker
+ *                       and the tagged prev in rax:rdx;
+ *   XF_OFF_CPU_YIELDED  in the caller of its xf_yield, at nesting 0, handed
+ *                       nothing.
+ *
+ * Both entries read it before the switch and branch on it after: the
+ * common case - a yield to a fiber that yielded - stores, loads and hands
+ * over nothing else.
+ *
+ * prev becomes visible to other workers only when its on_cpu leaves ON_CPU,
  * after its registers are on its stack, except a blocked fiber, which its
  * waker may already have queued: whoever picks a fiber first waits for
- * on_cpu == 0 (xf_yield below hands that wait to C).  An exiting fiber's
- * last switch always goes to its worker's idle context, whose C code
- * releases it (sched/schedule.c): xf_yield's frames return straight to
+ * on_cpu != ON_CPU (xf_yield below hands that wait to C).  An exiting
+ * fiber's last switch always goes to its worker's idle context, whose C
+ * code releases it (sched/schedule.c): xf_yield's frames return straight to
  * their caller and could not.
  *
  * All of it lies in the section xf_nopreempt_text, where a preemption
  * signal never switches (preempt/signal.c): xf_yield's fast path runs at
- * nesting 0 rather than raising the soft mask, and the switch body runs
+ * nesting 0 rather than raising the soft mask, and the switch halves run
  * between two fibers.
  *
  * No system call, no signal-mask change, no XSAVE here.
@@ -49,15 +65,18 @@
 	.section xf_nopreempt_text, "ax", @progbits
 
 /*
- * The switch body, expanded at the end of both entries.  In: rdi w, rsi
- * prev, rcx prev tagged, rdx next, r8d prev's MXCSR; prev's frame pushed
- * and filled but for its control word.
+ * The outgoing half of a switch, and the stack switch.  In: rdi w, rsi
+ * prev, rdx next, r8d prev's MXCSR; prev's frame pushed and filled but for
+ * its control word.  Out, on next's stack: r10 = &errno, eax = prev's
+ * errno; rdi, rsi, rdx, rcx as they came.  MXCSR and the control word are
+ * reloaded only when they differ, out of line (RELOADS, after the caller's
+ * last ret).
  */
-.macro SWITCH_BODY
+.macro SWITCH_OUT tag
 	fnstcw	XF_CTX_FCW(%rsp)		/* reading the control word marks nothing in use */
 	movzwl	XF_CTX_FCW(%rsp), %r9d		/* keep it to compare */
 	movq	XF_W_ERRNO_PTR(%rdi), %r10	/* this thread's errno, */
-	movl	(%r10), %eax
+	movl	(%r10), %eax			/* (kept to compare with next's) */
 	movl	%eax, XF_F_SAVED_ERRNO(%rsi)	/* which is prev's: errno is per fiber */
 	movq	%rsp, XF_F_SP(%rsi)		/* publish: prev's context is complete */
 	addq	$1, XF_W_SWITCHES(%rdi)		/* stats.switches; only this thread writes it */
@@ -65,22 +84,46 @@
 						 * first, and must not pair next with the
 						 * old count (it would think next ran a
 						 * whole slice) */
-	movl	$1, XF_F_ON_CPU(%rdx)
+	movl	$XF_CPU_STATE_ON, XF_F_ON_CPU(%rdx)
 
 	movq	XF_F_SP(%rdx), %rsp		/* switch stacks: now on next */
 
 	cmpl	XF_CTX_MXCSR(%rsp), %r8d	/* MXCSR differs? (rare: reload out of line) */
-	jne	3f
-1:	cmpw	XF_CTX_FCW(%rsp), %r9w		/* control word differs? */
-	jne	4f
-2:	movzwl	XF_CTX_NESTING(%rsp), %eax	/* the nesting next resumes at, */
-	orl	$XF_PREEMPT_NOT_PENDING_BIT, %eax /* nothing pending: this switch served it */
-	movq	xf__preempt_word@gottpoff(%rip), %r11
-	movl	%eax, %fs:(%r11)
-	movl	XF_F_SAVED_ERRNO(%rdx), %eax	/* next's errno back (same thread: r10 holds) */
-	movl	%eax, (%r10)
-	movl	$0, XF_F_ON_CPU(%rsi)		/* prev is off this CPU: last (x86 keeps store order) */
+	jne	.Lreload_mxcsr_\tag
+.Lmxcsr_loaded_\tag:
+	cmpw	XF_CTX_FCW(%rsp), %r9w		/* control word differs? */
+	jne	.Lreload_fcw_\tag
+.Lfcw_loaded_\tag:
+.endm
+
+.macro RELOADS tag
+.Lreload_mxcsr_\tag:
+	ldmxcsr	XF_CTX_MXCSR(%rsp)
+	jmp	.Lmxcsr_loaded_\tag
+.Lreload_fcw_\tag:
+	fldcw	XF_CTX_FCW(%rsp)		/* marks x87 in use; only when it must */
+	jmp	.Lfcw_loaded_\tag
+.endm
+
+/*
+ * The incoming half, on next's stack after SWITCH_OUT: the preemption word
+ * for where next resumes, next's errno back, prev off this CPU (saying how
+ * it left: prev_state), next's registers, and the return into next.  Next
+ * resumes either straight in the caller of its xf_yield (in_c 0: nesting 0,
+ * nothing handed over) or in the C scheduler that switched it out (in_c 1:
+ * nesting 1, worker and tagged prev in rax:rdx, like Boost.Context's
+ * transfer_t).  Its on_cpu said which (XF_OFF_CPU or XF_OFF_CPU_YIELDED).
+ */
+.macro SWITCH_IN in_c, prev_state
 	.cfi_remember_state
+	movq	xf__preempt_word@gottpoff(%rip), %r11
+	/* nothing pending: this switch served it */
+	movl	$(XF_PREEMPT_NOT_PENDING_BIT | \in_c), %fs:(%r11)
+	cmpl	XF_F_SAVED_ERRNO(%rdx), %eax	/* next's errno: the same as prev's? */
+	jne	.Lerrno_differs\@		/* (same thread: r10 holds) */
+.Lerrno_restored\@:
+	movl	$\prev_state, XF_F_ON_CPU(%rsi)	/* prev is off this CPU: last (x86 keeps
+						 * store order) */
 	addq	$8, %rsp			/* drop the MXCSR/CW slot */
 	.cfi_adjust_cfa_offset -8
 	popq	%r15
@@ -101,15 +144,17 @@
 	popq	%rbp
 	.cfi_adjust_cfa_offset -8
 	.cfi_restore %rbp
+.if \in_c
 	movq	%rdi, %rax			/* hand over: the worker, */
 	movq	%rcx, %rdx			/* and the tagged outgoing fiber */
+.endif
 	ret					/* into next, where it called from; predicted
 						 * right only if that is where prev called from */
 	.cfi_restore_state
-3:	ldmxcsr	XF_CTX_MXCSR(%rsp)
-	jmp	1b
-4:	fldcw	XF_CTX_FCW(%rsp)		/* marks x87 in use; only when it must */
-	jmp	2b
+.Lerrno_differs\@:
+	movl	XF_F_SAVED_ERRNO(%rdx), %eax	/* next's errno back */
+	movl	%eax, (%r10)
+	jmp	.Lerrno_restored\@
 .endm
 
 /* The frame of context.h: callee-saved GPRs, room for MXCSR and the rest.
@@ -139,6 +184,32 @@
 .endm
 
 /*
+ * The rest of xf_yield's way out, once it knows it switches: next off the
+ * run queue, prev onto it, prev's frame, SWITCH_OUT.  In: rdi w, rsi prev,
+ * rdx next; MXCSR already in the frame's slot.
+ */
+.macro YIELD_TO_NEXT tag
+	/* xf__runq_rotate(w, prev), the same steps: next off the head, prev
+	 * onto the tail; the length stays.  (Branching on "next was alone"
+	 * instead of the cmov measured 6% slower.) */
+	movq	XF_F_RUN_NEXT(%rdx), %rax	/* the new head: next's successor, */
+	testq	%rax, %rax
+	cmovzq	%rsi, %rax			/* or prev, when next was alone */
+	movq	%rax, XF_W_RUNQ_HEAD(%rdi)
+	movq	XF_W_RUNQ_TAIL(%rdi), %rax
+	movq	%rsi, XF_F_RUN_NEXT(%rax)	/* prev behind the tail (next, when alone) */
+	movq	%rsi, XF_W_RUNQ_TAIL(%rdi)
+	movq	$0, XF_F_RUN_NEXT(%rsi)		/* and last */
+	PUSH_FRAME				/* MXCSR is in its slot already */
+	movl	XF_CTX_MXCSR(%rsp), %r8d	/* r8d to compare */
+	movw	$0, XF_CTX_UNUSED(%rsp)		/* store the slot's last bytes too: the
+						 * yield ping-pong runs 4% faster when all
+						 * eight are written (measured, not
+						 * understood) */
+	SWITCH_OUT \tag
+.endm
+
+/*
  * struct xf__switched xf__context_switch(struct xf__worker *w,
  *                                        uintptr_t prev,
  *                                        struct xf_fiber *next,
@@ -146,21 +217,28 @@
  *   rdi  the worker making the switch
  *   rsi  the outgoing fiber, tagged with what to do with it (enum
  *        xf__prev_action in its low bits)
- *   rdx  the incoming fiber; its on_cpu is 0 (the caller waited)
+ *   rdx  the incoming fiber; it is off its CPU (the caller waited)
  *   rcx  where the caller stored its MXCSR (nothing since changed it)
  * The caller is at preemption nesting 1 and resumes there.  The incoming
- * context receives rdi and the tagged rsi as its return value (rax:rdx):
- * the worker it now runs on and the fiber to settle, without reading either
- * back from memory (like Boost.Context's transfer_t).
+ * context, if it resumes in C too, receives rdi and the tagged rsi as its
+ * return value (rax:rdx): the worker it now runs on and the fiber to
+ * settle, without reading either back from memory.
  */
 FUNCTION xf__context_switch
 	PUSH_FRAME
 	movl	(%rcx), %r8d			/* MXCSR, as the caller stored it */
-	movl	%r8d, XF_CTX_MXCSR(%rsp)	/* keep it, and r8d to compare */
-	movw	$1, XF_CTX_NESTING(%rsp)	/* resume inside the critical section */
+	movq	%r8, XF_CTX_MXCSR(%rsp)		/* keep it (the whole slot, as xf_yield),
+						 * and r8d to compare */
+	movl	XF_F_ON_CPU(%rdx), %r11d	/* how next left: where it resumes */
 	movq	%rsi, %rcx			/* the tagged prev, to hand over */
 	andq	$~XF_PREV_ACTION_BITS, %rsi	/* prev itself */
-	SWITCH_BODY
+	SWITCH_OUT c
+	cmpl	$XF_CPU_STATE_YIELDED, %r11d
+	je	.Lresume_yielded_from_c
+	SWITCH_IN 1, XF_CPU_STATE_OFF			/* into C */
+.Lresume_yielded_from_c:
+	SWITCH_IN 0, XF_CPU_STATE_OFF			/* into an xf_yield's caller */
+	RELOADS c
 END_FUNCTION xf__context_switch
 
 /*
@@ -198,34 +276,29 @@ PUBLIC_FUNCTION xf_yield
 	 * tiles to release, an inbox, a steal request, timers to poll. */
 	cmpb	$0, xf__xstate+XF_XSTATE_AMX_GRANTED(%rip)
 	jne	xf__yield_slow
-	cmpq	$0, XF_W_INBOX(%rdi)
-	jne	xf__yield_slow
-	cmpl	$0, XF_W_STEAL_REQUEST(%rdi)
-	jne	xf__yield_slow
-	cmpl	$0, XF_W_TIMERS_NR(%rdi)
-	jne	xf__yield_slow
+	movq	XF_W_INBOX(%rdi), %rax
+	orq	XF_W_STEAL_REQUEST(%rdi), %rax	/* and XF_W_TIMERS_NR, the next 4 bytes */
+	jnz	xf__yield_slow
 	movq	XF_W_RUNQ_HEAD(%rdi), %rdx	/* next: the head of the run queue */
 	testq	%rdx, %rdx
 	jz	.Lyield_return			/* nothing else to run: keep going */
 	cmpq	%rdx, %rsi
 	je	xf__yield_slow			/* queued while running (a timer woke it) */
-	cmpl	$0, XF_F_ON_CPU(%rdx)
-	jne	xf__yield_slow			/* still switching out elsewhere: C waits */
-	/* xf__runq_rotate(w, prev), the same steps: next off the head, prev
-	 * onto the tail; the length stays. */
-	movq	XF_F_RUN_NEXT(%rdx), %rax	/* the new head: next's successor, */
-	testq	%rax, %rax
-	cmovzq	%rsi, %rax			/* or prev, when next was alone */
-	movq	%rax, XF_W_RUNQ_HEAD(%rdi)
-	movq	XF_W_RUNQ_TAIL(%rdi), %rax
-	movq	%rsi, XF_F_RUN_NEXT(%rax)	/* prev behind the tail (next, when alone) */
-	movq	%rsi, XF_W_RUNQ_TAIL(%rdi)
-	movq	$0, XF_F_RUN_NEXT(%rsi)		/* and last */
-	leaq	XF_PREV_REQUEUE_TAG(%rsi), %rcx	/* hand over: prev, requeued */
-	PUSH_FRAME				/* MXCSR is in its slot already */
-	movl	XF_CTX_MXCSR(%rsp), %r8d	/* r8d to compare */
-	movw	$0, XF_CTX_NESTING(%rsp)	/* resume outside any critical section */
-	SWITCH_BODY
+	movl	XF_F_ON_CPU(%rdx), %r11d	/* how next left: where it resumes */
+	cmpl	$XF_CPU_STATE_YIELDED, %r11d
+	jne	.Lyield_into_c
+	YIELD_TO_NEXT y				/* the common case: */
+	SWITCH_IN 0, XF_CPU_STATE_YIELDED	/* into an xf_yield's caller */
+	RELOADS y
+	.cfi_restore_state
+	.cfi_remember_state
+.Lyield_into_c:
+	cmpl	$XF_CPU_STATE_ON, %r11d
+	je	xf__yield_slow			/* still switching out elsewhere: C waits */
+	YIELD_TO_NEXT yc
+	leaq	XF_PREV_REQUEUE_TAG(%rsi), %rcx	/* hand over prev, requeued */
+	SWITCH_IN 1, XF_CPU_STATE_YIELDED	/* into C */
+	RELOADS yc
 	.cfi_restore_state
 .Lyield_return:
 	ret

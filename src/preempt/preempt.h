@@ -17,11 +17,11 @@
  *
  * Fibers may not block or yield with preemption disabled (a debug build
  * checks it), so the word needs no saving per fiber: a switch sets it to
- * NOT_PENDING | the nesting the resumed context's frame records - 1 for a
+ * NOT_PENDING | the nesting the resumed context resumes at - 1 for a
  * context that switched from C, inside the scheduler's own disable, 0 for
  * one that left through xf_yield's assembly fast path, which runs in code
- * where preemption never switches instead of raising the mask (see
- * arch/switch_x86_64_sysv_elf_gas.S).
+ * where preemption never switches instead of raising the mask; the fiber's
+ * on_cpu says which (see arch/switch_x86_64_sysv_elf_gas.S).
  */
 #ifndef XF_PREEMPT_PREEMPT_H
 #define XF_PREEMPT_PREEMPT_H

@@ -35,7 +35,7 @@ static struct xf_fiber *thread_context(struct xf__worker *w, unsigned flags)
 	f->magic = XF_FIBER_MAGIC;
 	f->flags = flags;
 	f->home = (int)w->id;
-	atomic_store_explicit(&f->on_cpu, 1, memory_order_relaxed);
+	atomic_store_explicit(&f->on_cpu, XF_ON_CPU, memory_order_relaxed);
 	return f;
 }
 

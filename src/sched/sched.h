@@ -7,11 +7,12 @@
  * and they never put extended state into use behind a fiber's back.
  *
  * Ownership, in one place:
- *  - A fiber runs on at most one worker at a time.  `on_cpu` is 1 from the
- *    moment a worker picks it until the switch away from it has completed
- *    (the switch clears it on the next context).  Whoever resumes a fiber
- *    first waits for on_cpu == 0: a fiber can be woken - and picked by
- *    another worker - while it is still switching out.
+ *  - A fiber runs on at most one worker at a time.  `on_cpu` is XF_ON_CPU
+ *    from the moment a worker picks it until the switch away from it has
+ *    completed (the switch sets it on the next context, to where the fiber
+ *    will resume: enum xf__on_cpu).  Whoever resumes a fiber first waits
+ *    for on_cpu != XF_ON_CPU: a fiber can be woken - and picked by another
+ *    worker - while it is still switching out.
  *  - A worker's local run queue belongs to that worker alone: no lock, no
  *    atomics.  Other threads hand it fibers through its `inbox` (a lock-free
  *    multi-producer stack), and an idle worker asks a busy one for work by
@@ -84,11 +85,11 @@ struct xf__timer {
 };
 
 struct xf_fiber {
-	uint32_t magic; /* XF_FIBER_MAGIC while the handle is valid */
-	uint32_t flags; /* XF_FIBER_F_* */
-	void *sp;	/* saved stack pointer while not running */
-	_Atomic int on_cpu;
-	_Atomic int state; /* enum xf__fiber_state */
+	uint32_t magic;	    /* XF_FIBER_MAGIC while the handle is valid */
+	uint32_t flags;	    /* XF_FIBER_F_* */
+	void *sp;	    /* saved stack pointer while not running */
+	_Atomic int on_cpu; /* enum xf__on_cpu */
+	_Atomic int state;  /* enum xf__fiber_state */
 	int saved_errno;
 	uint64_t id;
 
@@ -119,6 +120,15 @@ struct xf_fiber {
 	void *tsan_fiber;
 };
 
+/* Whether a fiber runs, and if not, where its switch frame resumes
+ * (arch/switch_x86_64_sysv_elf_gas.S).  A new fiber's first frame resumes
+ * in C, so a zeroed fiber is XF_OFF_CPU. */
+enum xf__on_cpu {
+	XF_OFF_CPU,	    /* in the C scheduler, inside its critical section */
+	XF_ON_CPU,	    /* running, or still switching out */
+	XF_OFF_CPU_YIELDED, /* in the caller of its xf_yield (the fast path) */
+};
+
 #define XF_FIBER_F_PINNED 0x1
 #define XF_FIBER_F_IDLE	  0x2 /* a worker's scheduler context, not a user fiber */
 #define XF_FIBER_F_FIRST  0x4 /* the fiber xf_init() turned the caller into */
@@ -147,14 +157,16 @@ struct xf__worker {
 	/* Shared with other threads. */
 	_Atomic(struct xf_fiber *) inbox __attribute__((aligned(64)));
 	_Atomic unsigned steal_request; /* 1 + id of an idle worker asking for work */
-	_Atomic int steal_pending;	/* this worker asked someone and awaits the answer */
-	_Atomic unsigned nr_queued;	/* runq.len, published for thieves */
-	_Atomic uint32_t park_seq;	/* futex word; bumped by every unpark */
+	/* Right after steal_request: xf_yield's fast path tests both with
+	 * one load (arch/layout.h).  Written under timer_lock below. */
+	_Atomic unsigned timers_nr;
+	_Atomic int steal_pending;  /* this worker asked someone and awaits the answer */
+	_Atomic unsigned nr_queued; /* runq.len, published for thieves */
+	_Atomic uint32_t park_seq;  /* futex word; bumped by every unpark */
 	_Atomic int parked;
 
 	/* Timers: a min-heap by deadline, guarded by timer_lock. */
 	_Atomic uint32_t timer_lock __attribute__((aligned(64)));
-	_Atomic unsigned timers_nr;
 	unsigned timers_cap;
 	struct xf_fiber **timers;
 

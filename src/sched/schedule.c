@@ -48,11 +48,15 @@ _Static_assert(offsetof(struct xf__xstate, amx_granted) == XF_XSTATE_AMX_GRANTED
 _Static_assert(sizeof(((struct xf_fiber *)0)->saved_errno) == 4, "layout.h: movl");
 _Static_assert(sizeof(((struct xf_fiber *)0)->on_cpu) == 4, "layout.h: movl");
 _Static_assert(sizeof(((struct xf__worker *)0)->steal_request) == 4, "layout.h: cmpl");
-_Static_assert(sizeof(((struct xf__worker *)0)->timers_nr) == 4, "layout.h: cmpl");
+_Static_assert(sizeof(((struct xf__worker *)0)->timers_nr) == 4, "layout.h: one 8-byte load");
+_Static_assert(XF_W_TIMERS_NR == XF_W_STEAL_REQUEST + 4, "layout.h: one 8-byte load");
 _Static_assert(sizeof(((struct xf__xstate *)0)->amx_granted) == 1, "layout.h: cmpb");
 _Static_assert(XF_FIBER_F_IDLE == XF_FIBER_F_IDLE_BIT, "layout.h");
 _Static_assert(XF_PREV_ACTION_MASK == XF_PREV_ACTION_BITS, "layout.h");
 _Static_assert(XF_PREV_REQUEUE == XF_PREV_REQUEUE_TAG, "layout.h");
+_Static_assert(XF_ON_CPU == XF_CPU_STATE_ON && XF_OFF_CPU == XF_CPU_STATE_OFF &&
+		   XF_OFF_CPU_YIELDED == XF_CPU_STATE_YIELDED,
+	       "layout.h");
 _Static_assert(XF_PREEMPT_NOT_PENDING == XF_PREEMPT_NOT_PENDING_BIT, "layout.h");
 _Static_assert(XF_PREEMPT_NESTING == XF_PREEMPT_NESTING_BITS, "layout.h");
 
@@ -75,7 +79,7 @@ static inline void finish_switch(struct xf__switched s)
 /* Out of line: the spin would otherwise cost the hot path a register. */
 static __attribute__((noinline)) void wait_off_cpu(struct xf_fiber *f)
 {
-	while (atomic_load_explicit(&f->on_cpu, memory_order_acquire))
+	while (atomic_load_explicit(&f->on_cpu, memory_order_acquire) == XF_ON_CPU)
 		__builtin_ia32_pause();
 }
 
@@ -84,7 +88,7 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 			     enum xf__prev_action action, const uint32_t *mxcsr)
 {
 	/* next may have been woken while still switching out elsewhere. */
-	if (unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
+	if (unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire) == XF_ON_CPU))
 		wait_off_cpu(next);
 	/* Every switch from C happens at nesting 1, the scheduler's own:
 	 * fibers may not block or yield with preemption disabled (xfiber.h). */
