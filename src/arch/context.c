@@ -17,5 +17,5 @@ void *xf__context_make(void *stack_top, void *arg, uint32_t mxcsr, uint16_t fcw)
 	    .r12 = (uint64_t)(uintptr_t)arg,
 	    .rip = (uint64_t)(uintptr_t)xf__fiber_start,
 	};
-	return f;
+	return (char *)f + XF_CTX_BELOW_SP; /* the stack pointer: at r15 */
 }

@@ -3,19 +3,25 @@
  * switch assembly (switch_x86_64_sysv_elf_gas.S) and C (sched/).
  *
  * A suspended fiber is nothing but its stack pointer; everything else sits on
- * its stack, lowest address first:
+ * its stack, lowest address first, at these offsets from the stack pointer:
  *
  *   offset  contents
- *   0       MXCSR (4 bytes)                 callee-saved per the SysV ABI
- *   4       x87 control word (2 bytes)      callee-saved per the SysV ABI
- *   6       unused (2 bytes, stored as 0)
- *   8       r15
- *   16      r14
- *   24      r13
- *   32      r12
- *   40      rbx
- *   48      rbp
- *   56      return address                  where xf__context_switch returns to
+ *   -8      MXCSR (4 bytes)                 callee-saved per the SysV ABI
+ *   -4      x87 control word (2 bytes)      callee-saved per the SysV ABI
+ *   -2      unused (2 bytes, stored as 0)
+ *   0       r15
+ *   8       r14
+ *   16      r13
+ *   24      r12
+ *   32      rbx
+ *   40      rbp
+ *   48      return address                  where the switch returns to
+ *
+ * The first 8 bytes lie below the stack pointer, in the red zone, which
+ * saves the switch two instructions that would move the stack pointer over
+ * them.  They are safe there: nothing writes below the stack pointer of a
+ * switched-out stack (a signal arrives on the running one, and skips its
+ * red zone too).
  *
  * Vector, opmask and tile registers are caller-saved at a call, so a
  * voluntary switch has nothing more to keep.  Where the return address
@@ -27,17 +33,18 @@
 #ifndef XF_ARCH_CONTEXT_H
 #define XF_ARCH_CONTEXT_H
 
-#define XF_CTX_MXCSR  0
-#define XF_CTX_FCW    4
-#define XF_CTX_UNUSED 6
-#define XF_CTX_R15    8
-#define XF_CTX_R14    16
-#define XF_CTX_R13    24
-#define XF_CTX_R12    32
-#define XF_CTX_RBX    40
-#define XF_CTX_RBP    48
-#define XF_CTX_RIP    56
-#define XF_CTX_SIZE   64 /* the frame plus the return address */
+#define XF_CTX_MXCSR	(-8)
+#define XF_CTX_FCW	(-4)
+#define XF_CTX_UNUSED	(-2)
+#define XF_CTX_R15	0
+#define XF_CTX_R14	8
+#define XF_CTX_R13	16
+#define XF_CTX_R12	24
+#define XF_CTX_RBX	32
+#define XF_CTX_RBP	40
+#define XF_CTX_RIP	48
+#define XF_CTX_BELOW_SP 8  /* the bytes of the frame below the stack pointer */
+#define XF_CTX_SIZE	64 /* the frame plus the return address */
 
 /* Sanitizer builds switch only from C, which tells the sanitizer about every
  * switch; xf_yield's assembly fast path, which returns from a switch straight
@@ -58,13 +65,15 @@ struct xf__switch_frame {
 	uint64_t rip;
 };
 
-_Static_assert(offsetof(struct xf__switch_frame, mxcsr) == XF_CTX_MXCSR, "context.h");
-_Static_assert(offsetof(struct xf__switch_frame, fcw) == XF_CTX_FCW, "context.h");
-_Static_assert(offsetof(struct xf__switch_frame, unused) == XF_CTX_UNUSED, "context.h");
-_Static_assert(offsetof(struct xf__switch_frame, r15) == XF_CTX_R15, "context.h");
-_Static_assert(offsetof(struct xf__switch_frame, r12) == XF_CTX_R12, "context.h");
-_Static_assert(offsetof(struct xf__switch_frame, rbp) == XF_CTX_RBP, "context.h");
-_Static_assert(offsetof(struct xf__switch_frame, rip) == XF_CTX_RIP, "context.h");
+/* The whole frame, from its lowest byte; the stack pointer is at r15. */
+#define XF_CTX_AT(field) ((long)offsetof(struct xf__switch_frame, field) - XF_CTX_BELOW_SP)
+_Static_assert(XF_CTX_AT(mxcsr) == XF_CTX_MXCSR, "context.h");
+_Static_assert(XF_CTX_AT(fcw) == XF_CTX_FCW, "context.h");
+_Static_assert(XF_CTX_AT(unused) == XF_CTX_UNUSED, "context.h");
+_Static_assert(XF_CTX_AT(r15) == XF_CTX_R15, "context.h");
+_Static_assert(XF_CTX_AT(r12) == XF_CTX_R12, "context.h");
+_Static_assert(XF_CTX_AT(rbp) == XF_CTX_RBP, "context.h");
+_Static_assert(XF_CTX_AT(rip) == XF_CTX_RIP, "context.h");
 _Static_assert(sizeof(struct xf__switch_frame) == XF_CTX_SIZE, "context.h");
 
 struct xf__worker;

@@ -4,9 +4,9 @@
  * The frame a switched-out context leaves on its stack is described in
  * context.h (offsets XF_CTX_*); the C fields used here in layout.h.
  *
- *   sp ->  +0  MXCSR | +4 x87 CW | +6 unused (0)
- *          +8  r15   +16 r14   +24 r13   +32 r12   +40 rbx   +48 rbp
- *          +56 return address
+ *          -8  MXCSR | -4 x87 CW | -2 unused (0)    (below sp: red zone)
+ *   sp ->  +0  r15   +8 r14   +16 r13   +24 r12   +32 rbx   +40 rbp
+ *          +48 return address
  *
  * Only the callee-saved state is kept: rbx, rbp, r12-r15, rsp, MXCSR and the
  * x87 control word.  The caller stores MXCSR (stmxcsr) well before the
@@ -124,8 +124,6 @@
 .Lerrno_restored\@:
 	movl	$\prev_state, XF_F_ON_CPU(%rsi)	/* prev is off this CPU: last (x86 keeps
 						 * store order) */
-	addq	$8, %rsp			/* drop the MXCSR/CW slot */
-	.cfi_adjust_cfa_offset -8
 	popq	%r15
 	.cfi_adjust_cfa_offset -8
 	.cfi_restore %r15
@@ -157,9 +155,10 @@
 	jmp	.Lerrno_restored\@
 .endm
 
-/* The frame of context.h: callee-saved GPRs, room for MXCSR and the rest.
- * The register rules are relative to the CFA, so they stay right across the
- * stack switch: both frames have the same layout below their return address. */
+/* The frame of context.h: the callee-saved GPRs; MXCSR and the control word
+ * go below them, in the red zone.  The register rules are relative to the
+ * CFA, so they stay right across the stack switch: both frames have the same
+ * layout below their return address. */
 .macro PUSH_FRAME
 	pushq	%rbp
 	.cfi_adjust_cfa_offset 8
@@ -179,8 +178,6 @@
 	pushq	%r15
 	.cfi_adjust_cfa_offset 8
 	.cfi_offset %r15, -56
-	subq	$8, %rsp
-	.cfi_adjust_cfa_offset 8
 .endm
 
 /*
@@ -227,8 +224,8 @@
 FUNCTION xf__context_switch
 	PUSH_FRAME
 	movl	(%rcx), %r8d			/* MXCSR, as the caller stored it */
-	movq	%r8, XF_CTX_MXCSR(%rsp)		/* keep it (the whole slot, as xf_yield),
-						 * and r8d to compare */
+	movq	%r8, XF_CTX_MXCSR(%rsp)		/* keep it (the whole slot, as xf_yield,
+						 * zeros beyond), and r8d to compare */
 	movl	XF_F_ON_CPU(%rdx), %r11d	/* how next left: where it resumes */
 	movq	%rsi, %rcx			/* the tagged prev, to hand over */
 	andq	$~XF_PREV_ACTION_BITS, %rsi	/* prev itself */
@@ -254,9 +251,9 @@ END_FUNCTION xf__context_switch
 #ifndef XF_SWITCH_ANNOTATED
 PUBLIC_FUNCTION xf_yield
 	.cfi_remember_state
-	/* MXCSR first of all, into the frame slot PUSH_FRAME will leave free
-	 * (red zone until then): the switch reads it back, and the later
-	 * the cheaper. */
+	/* MXCSR first of all, into its slot below the frame PUSH_FRAME will
+	 * push (red zone): the switch reads it back, and the later the
+	 * cheaper. */
 	stmxcsr	XF_CTX_MXCSR-XF_CTX_RIP(%rsp)
 	movq	xf__tls_worker@gottpoff(%rip), %rax
 	movq	%fs:(%rax), %rdi		/* w: this thread's worker, */
@@ -282,8 +279,6 @@ PUBLIC_FUNCTION xf_yield
 	movq	XF_W_RUNQ_HEAD(%rdi), %rdx	/* next: the head of the run queue */
 	testq	%rdx, %rdx
 	jz	.Lyield_return			/* nothing else to run: keep going */
-	cmpq	%rdx, %rsi
-	je	xf__yield_slow			/* queued while running (a timer woke it) */
 	movl	XF_F_ON_CPU(%rdx), %r11d	/* how next left: where it resumes */
 	cmpl	$XF_CPU_STATE_YIELDED, %r11d
 	jne	.Lyield_into_c
@@ -294,7 +289,9 @@ PUBLIC_FUNCTION xf_yield
 	.cfi_remember_state
 .Lyield_into_c:
 	cmpl	$XF_CPU_STATE_ON, %r11d
-	je	xf__yield_slow			/* still switching out elsewhere: C waits */
+	je	xf__yield_slow			/* still switching out elsewhere, or prev
+						 * itself (queued while running): C's to
+						 * see to */
 	YIELD_TO_NEXT yc
 	leaq	XF_PREV_REQUEUE_TAG(%rsi), %rcx	/* hand over prev, requeued */
 	SWITCH_IN 1, XF_CPU_STATE_YIELDED	/* into C */
