@@ -50,6 +50,7 @@ enum {
 	FB_SIGNAL_TICK,
 	FB_CPU_OVERHEAD,
 	FB_PREEMPT_COST,
+	FB_YIELD_2SITES,
 };
 
 /* --- running a row inside the runtime --- */
@@ -111,9 +112,10 @@ static double ticks_ns(uint64_t t)
 /* Two fibers ping-ponging n round trips; ns of the first fiber's loop. */
 static double pingpong_ns(int kind, struct xf_fb_pair *pp)
 {
-	void *(*partner)(void *) = kind == FB_YIELD  ? xf_fb_yield_partner
-				   : kind == FB_CHAN ? xf_fb_chan_partner
-						     : xf_fb_signal_partner;
+	void *(*partner)(void *) = kind == FB_YIELD	     ? xf_fb_yield_partner
+				   : kind == FB_YIELD_2SITES ? xf_fb_yield_partner_elsewhere
+				   : kind == FB_CHAN	     ? xf_fb_chan_partner
+							     : xf_fb_signal_partner;
 	xf_fiber *f;
 	uint64_t t = 0;
 
@@ -124,7 +126,8 @@ static double pingpong_ns(int kind, struct xf_fb_pair *pp)
 		return -1;
 	xf_bench_state_init();
 	switch (kind) {
-	case FB_YIELD: t = xf_fb_yield_loop(pp); break;
+	case FB_YIELD:
+	case FB_YIELD_2SITES: t = xf_fb_yield_loop(pp); break;
 	case FB_CHAN: t = xf_fb_chan_loop(pp); break;
 	default: t = xf_fb_signal_loop(pp); break;
 	}
@@ -215,10 +218,12 @@ double xf_fb_pingpong_ns_per_switch(const struct xf_bench_params *p, bool chan, 
  * same moments of a noisy machine, which hits the yield's many cheap
  * instructions harder than the yardstick's few slow ones.  *ns is the
  * ping-pong's time over all rounds, *ratio the median round's ratio and *n
- * the round trips timed. */
+ * the round trips timed.  The two-site kind pairs with the two-site
+ * yardstick: both then pay a mispredicted return per switch. */
 static int yield_rounds(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s,
 			double *ns, double *ratio, uint64_t *n)
 {
+	const bool two_sites = p->test == FB_YIELD_2SITES;
 	struct xf__regs *r = xf_bench_regs_new(0xf1be + p->state);
 	double ratios[YIELD_ROUNDS];
 	struct fb_runtime rt;
@@ -235,7 +240,7 @@ static int yield_rounds(const struct xf_bench_params *p, uint64_t iters, struct 
 	*ns = 0;
 	pair_init(&pp, p, r, iters / YIELD_ROUNDS + 1);
 	for (int i = 0; i < YIELD_ROUNDS && !err; i++) {
-		double y = pingpong_ns(FB_YIELD, &pp), m = minimal_switch_ns(pp.n, false);
+		double y = pingpong_ns(p->test, &pp), m = minimal_switch_ns(pp.n, two_sites);
 
 		if (y <= 0 || m <= 0) {
 			snprintf(s->note, sizeof(s->note), "the yield ping-pong could not start");
@@ -257,7 +262,7 @@ static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	double ns, per_switch, x_minimal = 0;
 	int err;
 
-	if (p->test == FB_YIELD) {
+	if (p->test == FB_YIELD || p->test == FB_YIELD_2SITES) {
 		if ((err = yield_rounds(p, iters, s, &ns, &x_minimal, &iters)))
 			return err;
 	} else if (p->test == FB_MINIMAL || p->test == FB_MINIMAL_2SITES) {
@@ -277,11 +282,12 @@ static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	per_switch = ns / (2.0 * (double)iters);
 	s->value = 1e9 / per_switch;
 	snprintf(s->note, sizeof(s->note), "%.1f ns/switch", per_switch);
-	if (p->test == FB_YIELD) {
+	if (p->test == FB_YIELD || p->test == FB_YIELD_2SITES) {
 		snprintf(s->note, sizeof(s->note),
-			 "%.1f ns/switch, %.2fx the minimal asm switch (median of %d interleaved "
+			 "%.1f ns/switch, %.2fx the minimal asm switch%s (median of %d interleaved "
 			 "pairs)",
-			 per_switch, x_minimal, YIELD_ROUNDS);
+			 per_switch, x_minimal, p->test == FB_YIELD_2SITES ? " with two sites" : "",
+			 YIELD_ROUNDS);
 		xf_bench_sample_extra(s, "x_minimal_switch", x_minimal);
 	}
 	xf_bench_sample_extra(s, "ns_per_switch", per_switch);
@@ -318,6 +324,9 @@ static int plan_ctx_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *p
 		 * mispredicted return adds to every switch. */
 		p.test = FB_MINIMAL_2SITES;
 		xf_bench_plan_add(plan, &p, switch_run, "asm-minimal-2sites/none");
+		/* And the yield ping-pong arranged the same way, against it. */
+		p.test = FB_YIELD_2SITES;
+		xf_bench_plan_add(plan, &p, switch_run, "fiber-yield-2sites/none");
 	}
 	return 0;
 }

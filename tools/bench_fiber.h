@@ -29,6 +29,8 @@ struct xf_fb_pair {
 
 /* Partner fibers (xf_spawn them with the pair as argument). */
 void *xf_fb_yield_partner(void *pair);
+/* The same ping-pong, switching from a call site of its own. */
+void *xf_fb_yield_partner_elsewhere(void *pair);
 void *xf_fb_chan_partner(void *pair);
 void *xf_fb_signal_partner(void *pair);
 
