@@ -8,7 +8,7 @@
  *   offset  contents
  *   -8      MXCSR (4 bytes)                 callee-saved per the SysV ABI
  *   -4      x87 control word (2 bytes)      callee-saved per the SysV ABI
- *   -2      unused (2 bytes, stored as 0)
+ *   -2      unused (2 bytes)
  *   0       r15
  *   8       r14
  *   16      r13
@@ -35,7 +35,6 @@
 
 #define XF_CTX_MXCSR	(-8)
 #define XF_CTX_FCW	(-4)
-#define XF_CTX_UNUSED	(-2)
 #define XF_CTX_R15	0
 #define XF_CTX_R14	8
 #define XF_CTX_R13	16
@@ -69,7 +68,6 @@ struct xf__switch_frame {
 #define XF_CTX_AT(field) ((long)offsetof(struct xf__switch_frame, field) - XF_CTX_BELOW_SP)
 _Static_assert(XF_CTX_AT(mxcsr) == XF_CTX_MXCSR, "context.h");
 _Static_assert(XF_CTX_AT(fcw) == XF_CTX_FCW, "context.h");
-_Static_assert(XF_CTX_AT(unused) == XF_CTX_UNUSED, "context.h");
 _Static_assert(XF_CTX_AT(r15) == XF_CTX_R15, "context.h");
 _Static_assert(XF_CTX_AT(r12) == XF_CTX_R12, "context.h");
 _Static_assert(XF_CTX_AT(rbp) == XF_CTX_RBP, "context.h");
