@@ -62,7 +62,7 @@ static void test_mask(void)
 	xf_fiber *f;
 	xf_stats st;
 	unsigned long seen;
-	uint64_t deferred0;
+	uint64_t deferred0, switches0;
 
 	CHECK_ERR(xf_init(&(xf_config){.workers = 1, .slice_us = 50}), 0);
 	CHECK_ERR(xf_spawn(&f, other, NULL, NULL), 0);
@@ -87,8 +87,17 @@ static void test_mask(void)
 	xf_preempt_enable(); /* still nested: nothing yet */
 	if (atomic_load(&other_ran) != seen)
 		xf_test_fail("an inner enable took the pending preemption");
-	xf_preempt_enable(); /* outermost: the pending preemption is taken here */
-	if (atomic_load(&other_ran) == seen)
+	/* Outermost: the pending preemption is taken here, as a yield - a
+	 * switch away and back.  Counted in switches, not in other_ran: the
+	 * other fiber can be sent straight back before its loop runs, by a
+	 * tick that was aimed at this fiber and lands on it. */
+	CHECK_ERR(xf_stats_get(&st), 0);
+	switches0 = st.total.switches;
+	xf_preempt_enable();
+	xf_preempt_disable(); /* so that a later tick cannot add the switches */
+	CHECK_ERR(xf_stats_get(&st), 0);
+	xf_preempt_enable();
+	if (st.total.switches < switches0 + 2)
 		xf_test_fail("the pending preemption was not taken at enable");
 	printf("mask: nested disable held off %lu deferred preemptions; taken at enable\n",
 	       (unsigned long)st.total.preemptions_deferred);
