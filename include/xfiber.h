@@ -401,6 +401,8 @@ typedef struct xf_worker_stats {
 	uint64_t tiles_released;        /* voluntary switches that ran TILERELEASE */
 	uint64_t frame_xstate_bytes;    /* extended-state bytes the kernel wrote into
 					 * preemption frames, per each frame's XSTATE_BV */
+	uint64_t preemption_ticks_stale; /* ticks dropped: aimed at a fiber that had
+					  * switched out before they arrived */
 } xf_worker_stats;
 
 typedef struct xf_stats {

@@ -235,6 +235,16 @@ static bool must_defer(const ucontext_t *uc, uintptr_t rip)
 	return mask != xf__rt.base_sigmask;
 }
 
+/* A tick the ticker aimed at the fiber it saw running (ticker.c): stale if
+ * this worker has switched since, for the fiber it would hit now began its
+ * slice after the ticker looked.  Any other preemption signal - tgkill,
+ * another process's - is taken as it comes. */
+static inline bool tick_is_stale(const struct xf__worker *w, const siginfo_t *si)
+{
+	return si->si_code == SI_QUEUE && si->si_pid == xf__rt.pid &&
+	       (uint64_t)(uintptr_t)si->si_value.sival_ptr != w->stats.switches + 1;
+}
+
 static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 {
 	/* First the mask: from here on a nested preemption signal is deferred,
@@ -251,10 +261,13 @@ static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 
 	xf__preempt_disable();
 	(void)sig;
-	(void)si;
 	w = xf__this_worker();
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
 		goto out; /* a worker between fibers: nothing to preempt */
+	if (tick_is_stale(w, si)) {
+		XF_STAT_INC(w, preemption_ticks_stale, 1);
+		goto out;
+	}
 	saved_errno = *w->errno_ptr;
 	if (inside || must_defer(uc, rip)) {
 		/* Pending: taken at the enable that ends the critical section, or

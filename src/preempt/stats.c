@@ -4,19 +4,20 @@
 
 #include "sched/sched.h"
 
-#define FIELDS(X)                                                                  \
-	X(switches)                                                                \
-	X(preemptions)                                                             \
-	X(preemptions_deferred)                                                    \
-	X(preemption_ticks_idle)                                                   \
-	X(xsaves)                                                                  \
-	X(xrstors)                                                                 \
-	X(state_copies_avoided)                                                    \
-	X(preempted_migrations)                                                    \
-	X(tiles_released)                                                          \
-	X(frame_xstate_bytes)
+#define FIELDS(X)                                                                                  \
+	X(switches)                                                                                \
+	X(preemptions)                                                                             \
+	X(preemptions_deferred)                                                                    \
+	X(preemption_ticks_idle)                                                                   \
+	X(xsaves)                                                                                  \
+	X(xrstors)                                                                                 \
+	X(state_copies_avoided)                                                                    \
+	X(preempted_migrations)                                                                    \
+	X(tiles_released)                                                                          \
+	X(frame_xstate_bytes)                                                                      \
+	X(preemption_ticks_stale)
 
-_Static_assert(sizeof(xf_worker_stats) == 10 * sizeof(uint64_t),
+_Static_assert(sizeof(xf_worker_stats) == 11 * sizeof(uint64_t),
 	       "a counter added to xf_worker_stats must be added to FIELDS too");
 
 int xf_stats_get(xf_stats *out)
@@ -30,8 +31,8 @@ int xf_stats_get(xf_stats *out)
 	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
 		const xf_worker_stats *s = &xf__rt.workers[i].stats;
 		xf_worker_stats *o = &out->workers[i];
-#define COPY(f)                                                                    \
-	o->f = __atomic_load_n(&s->f, __ATOMIC_RELAXED);                           \
+#define COPY(f)                                                                                    \
+	o->f = __atomic_load_n(&s->f, __ATOMIC_RELAXED);                                           \
 	out->total.f += o->f;
 		FIELDS(COPY)
 #undef COPY

@@ -4,7 +4,10 @@
  * Every half slice it looks at each worker: a worker whose switch count has
  * not moved for a whole slice, that runs a fiber (not its idle loop), and
  * that has something else to run - a queued fiber, an inbox, a steal
- * request, a due timer - gets one preemption signal (tgkill).  So:
+ * request, a due timer - gets one preemption signal, aimed: it carries the
+ * switch count the ticker saw, and the handler drops it if the worker has
+ * switched since (preempt/signal.c), for it would land on a fiber whose
+ * slice has just begun.  So:
  *  - a parked or idle worker never receives a signal;
  *  - a CPU-bound fiber alone on its worker is never interrupted: a tick
  *    that would find nothing else to run is not even sent;
@@ -39,6 +42,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +61,21 @@ static struct {
 
 _Atomic int xf__ticker_sleeping_long;
 
+/* rt_tgsigqueueinfo rather than tgkill: SI_QUEUE carries a value, the
+ * switch count seen plus one (so that no tick carries 0). */
+static void send_tick(pid_t pid, uid_t uid, pid_t tid, uint64_t switches)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	si.si_signo = XF_PREEMPT_SIGNAL;
+	si.si_code = SI_QUEUE;
+	si.si_pid = pid;
+	si.si_uid = uid;
+	si.si_value.sival_ptr = (void *)(uintptr_t)(switches + 1);
+	syscall(SYS_rt_tgsigqueueinfo, pid, tid, XF_PREEMPT_SIGNAL, &si);
+}
+
 static bool wants_cpu(struct xf__worker *w, uint64_t now)
 {
 	if (atomic_load_explicit(&w->nr_queued, memory_order_relaxed) ||
@@ -71,7 +90,7 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 
 /* Looks at every worker once; returns whether any has something waiting
  * to run (so that preemption may become necessary). */
-static bool tick(uint64_t now, uint64_t slice_ns, pid_t pid)
+static bool tick(uint64_t now, uint64_t slice_ns, pid_t pid, uid_t uid)
 {
 	bool waiting = false;
 
@@ -95,7 +114,7 @@ static bool tick(uint64_t now, uint64_t slice_ns, pid_t pid)
 
 		if (now - w->tick_since_ns < slice_ns || !tid || !wants_cpu(w, now))
 			continue;
-		syscall(SYS_tgkill, pid, tid, XF_PREEMPT_SIGNAL);
+		send_tick(pid, uid, tid, switches);
 	}
 	return waiting;
 }
@@ -125,7 +144,8 @@ static void balance(void)
 static void *ticker_main(void *arg)
 {
 	const uint64_t slice_ns = (uint64_t)xf__rt.slice_us * 1000u;
-	const pid_t pid = getpid();
+	const pid_t pid = xf__rt.pid;
+	const uid_t uid = getuid();
 	sigset_t all;
 	unsigned quiet_ticks = 0; /* ticks in a row that found nothing waiting */
 
@@ -142,14 +162,14 @@ static void *ticker_main(void *arg)
 		/* Announce the long sleep before the last look, so that a fiber
 		 * queued from now on pokes us (xf__ticker_poke). */
 		atomic_store(&xf__ticker_sleeping_long, sleep_long);
-		if (sleep_long && tick(xf__now_ns(), slice_ns, pid))
+		if (sleep_long && tick(xf__now_ns(), slice_ns, pid, uid))
 			ts = (struct timespec){0, (long)(slice_ns / 2)};
 		syscall(SYS_futex, &ticker.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 		atomic_store(&xf__ticker_sleeping_long, 0);
 		balance();
 		if (atomic_load(&ticker.wake) != seen)
 			quiet_ticks = 0; /* poked: something was queued */
-		quiet_ticks = tick(xf__now_ns(), slice_ns, pid) ? 0 : quiet_ticks + 1;
+		quiet_ticks = tick(xf__now_ns(), slice_ns, pid, uid) ? 0 : quiet_ticks + 1;
 	}
 	return NULL;
 }

@@ -129,6 +129,7 @@ static int start(const xf_config *cfg)
 		n = XF_WORKERS_MAX;
 	memset(&xf__rt, 0, sizeof(xf__rt));
 	xf__rt.nr_workers = n;
+	xf__rt.pid = getpid();
 	xf__rt.stack_size = cfg->stack_size ? cfg->stack_size : XF_STACK_SIZE_DEFAULT;
 	xf__rt.slice_us = cfg->slice_us ? cfg->slice_us : XF_SLICE_US_DEFAULT;
 	xf__rt.frame_reserve = frame_reserve();

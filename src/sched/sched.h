@@ -206,6 +206,7 @@ struct xf__runtime {
 	bool amx_possible;     /* tiles may be in use: TILERELEASE at voluntary switches */
 	bool preempt_enabled;  /* the ticker runs */
 	uint64_t base_sigmask; /* the workers' signal mask (first 64 signals) */
+	pid_t pid;	       /* getpid() at xf_init: who the ticker's signals come from */
 };
 
 /* One counter increment: plain load, add, store - no lock prefix. */

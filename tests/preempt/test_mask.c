@@ -1,7 +1,7 @@
 /*
  * test_mask.c - the soft preemption mask, safe points and their counters.
  *
- * usage: test_mask mask|libc|unsafe|yield|stats
+ * usage: test_mask mask|libc|unsafe|yield|stale|stats
  *   mask    disable/enable nest; a preemption arriving while disabled is
  *           taken at the outermost enable, not before
  *   libc    fibers hammering malloc/free and snprintf under 50 us slices on
@@ -14,6 +14,10 @@
  *           runs without the soft mask) are deferred, the others preempt; no
  *           yield, turn or child is lost, and each fiber keeps its own errno
  *           and MXCSR through every kind of switch
+ *   stale   a tick carries the switch count the ticker saw: one that arrives
+ *           after its worker switched is dropped (counted, neither deferred
+ *           nor taken), a current one is deferred or taken; a plain tgkill
+ *           always counts
  *   stats   xf_stats_get's errors; xf_preempt_enable without disable is
  *           harmless
  */
@@ -27,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_syscall.h"
 #include "testlib.h"
 #include "xfiber.h"
 
@@ -388,6 +393,87 @@ static void test_yield(void)
 		xf_test_fail("no preemption signal reached the fibers");
 }
 
+static atomic_ulong quick_ran;
+
+static void *quick(void *arg)
+{
+	atomic_fetch_add(&quick_ran, 1);
+	return arg;
+}
+
+/* A tick as the ticker sends it (preempt/ticker.c): SI_QUEUE from this
+ * process, carrying the switch count it saw plus one.  Sent without libc
+ * (xf_bench_sys), so that the signal, handled on the way back, interrupts
+ * this file and not libc, where preemption is deferred. */
+static void send_tick(uint64_t switches_seen)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGURG;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_ptr = (void *)(uintptr_t)(switches_seen + 1);
+	CHECK(xf_bench_sys(SYS_rt_tgsigqueueinfo, getpid(), syscall(SYS_gettid), SIGURG,
+			   (long)&si) == 0);
+}
+
+static void test_stale(void)
+{
+	xf_stats st, before;
+	xf_fiber *f;
+
+	/* Cooperative: no ticker, only the signals sent here.  The fiber
+	 * queued behind this one is what a taken tick switches to. */
+	CHECK_ERR(xf_init(&(xf_config){.workers = 1, .cooperative = true}), 0);
+	CHECK_ERR(xf_spawn(&f, quick, NULL, NULL), 0);
+
+	xf_preempt_disable(); /* no switch can move the count from here on */
+	CHECK_ERR(xf_stats_get(&before), 0);
+	send_tick(before.total.switches - 1); /* aimed before the last switch */
+	CHECK_ERR(xf_stats_get(&st), 0);
+	if (st.total.preemption_ticks_stale != before.total.preemption_ticks_stale + 1 ||
+	    st.total.preemptions_deferred != before.total.preemptions_deferred)
+		xf_test_fail("a stale tick was not dropped (stale %lu -> %lu, deferred %lu -> %lu)",
+			     (unsigned long)before.total.preemption_ticks_stale,
+			     (unsigned long)st.total.preemption_ticks_stale,
+			     (unsigned long)before.total.preemptions_deferred,
+			     (unsigned long)st.total.preemptions_deferred);
+	send_tick(before.total.switches); /* current: deferred */
+	CHECK_ERR(xf_stats_get(&st), 0);
+	if (st.total.preemptions_deferred != before.total.preemptions_deferred + 1 ||
+	    st.total.preemption_ticks_stale != before.total.preemption_ticks_stale + 1)
+		xf_test_fail("a current tick was not deferred");
+	xf_preempt_enable(); /* ...and taken here: quick runs and finishes */
+	if (atomic_load(&quick_ran) != 1)
+		xf_test_fail("the deferred tick was not taken at enable");
+	CHECK_ERR(xf_join(f, NULL), 0);
+
+	/* Not deferred: a current tick preempts, a stale one does not. */
+	CHECK_ERR(xf_spawn(&f, quick, NULL, NULL), 0);
+	CHECK_ERR(xf_stats_get(&before), 0);
+	send_tick(before.total.switches + 5);
+	if (atomic_load(&quick_ran) != 1)
+		xf_test_fail("a stale tick preempted");
+	CHECK_ERR(xf_stats_get(&before), 0);
+	send_tick(before.total.switches);
+	if (atomic_load(&quick_ran) != 2)
+		xf_test_fail("a current tick did not preempt");
+	CHECK_ERR(xf_join(f, NULL), 0);
+
+	/* Anything else - here a plain tgkill, as other tools send - counts. */
+	CHECK_ERR(xf_spawn(&f, quick, NULL, NULL), 0);
+	CHECK(xf_bench_sys(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGURG, 0) == 0);
+	if (atomic_load(&quick_ran) != 3)
+		xf_test_fail("a tgkill did not preempt");
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK_ERR(xf_stats_get(&st), 0);
+	printf("stale: %lu stale ticks dropped, current ones deferred or taken\n",
+	       (unsigned long)st.total.preemption_ticks_stale);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
 static void test_stats(void)
 {
 	xf_stats st;
@@ -410,13 +496,15 @@ static void test_stats(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		xf_test_fail("usage: test_mask mask|libc|unsafe|yield|stats");
+		xf_test_fail("usage: test_mask mask|libc|unsafe|yield|stale|stats");
 	if (!strcmp(argv[1], "mask"))
 		test_mask();
 	else if (!strcmp(argv[1], "libc"))
 		test_libc();
 	else if (!strcmp(argv[1], "unsafe"))
 		test_unsafe();
+	else if (!strcmp(argv[1], "stale"))
+		test_stale();
 	else if (!strcmp(argv[1], "yield"))
 		test_yield();
 	else if (!strcmp(argv[1], "stats"))
