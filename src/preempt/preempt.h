@@ -87,6 +87,14 @@ static inline void xf__preempt_word_set(uint32_t v)
 /* The signal that carries preemption. */
 #define XF_PREEMPT_SIGNAL SIGURG
 
+/* What an aimed tick carries (SI_QUEUE's value): the switch count the ticker
+ * saw on the worker, plus one so that no tick carries 0.  The ticker sends
+ * it, the handler compares it with the worker's count now. */
+static inline void *xf__tick_mark(uint64_t switches)
+{
+	return (void *)(uintptr_t)(switches + 1);
+}
+
 struct xf__worker;
 
 /* signal.c */

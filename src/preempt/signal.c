@@ -242,7 +242,7 @@ static bool must_defer(const ucontext_t *uc, uintptr_t rip)
 static inline bool tick_is_stale(const struct xf__worker *w, const siginfo_t *si)
 {
 	return si->si_code == SI_QUEUE && si->si_pid == xf__rt.pid &&
-	       (uint64_t)(uintptr_t)si->si_value.sival_ptr != w->stats.switches + 1;
+	       si->si_value.sival_ptr != xf__tick_mark(w->stats.switches);
 }
 
 static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)

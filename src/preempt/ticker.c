@@ -62,7 +62,7 @@ static struct {
 _Atomic int xf__ticker_sleeping_long;
 
 /* rt_tgsigqueueinfo rather than tgkill: SI_QUEUE carries a value, the
- * switch count seen plus one (so that no tick carries 0). */
+ * switch count seen (xf__tick_mark). */
 static void send_tick(pid_t pid, uid_t uid, pid_t tid, uint64_t switches)
 {
 	siginfo_t si;
@@ -72,7 +72,7 @@ static void send_tick(pid_t pid, uid_t uid, pid_t tid, uint64_t switches)
 	si.si_code = SI_QUEUE;
 	si.si_pid = pid;
 	si.si_uid = uid;
-	si.si_value.sival_ptr = (void *)(uintptr_t)(switches + 1);
+	si.si_value.sival_ptr = xf__tick_mark(switches);
 	syscall(SYS_rt_tgsigqueueinfo, pid, tid, XF_PREEMPT_SIGNAL, &si);
 }
 
