@@ -3,7 +3,7 @@
 # yield ping-pong against the minimal assembly switch (bench/yield_ab/),
 # alternated round by round on one CPU so that this machine's noisy phases
 # hit both alike.  The rounds are then split into thirds by how noisy they
-# were (the first build's ratio), and each third's medians printed: a change
+# were (both builds' time together), and each third's medians printed: a change
 # can help where a neighbour is busy and not where it is quiet, or the other
 # way round, and a plain median hides that.
 #
@@ -56,11 +56,22 @@ build() {
 build A "$1"
 build B "$2"
 
-# Each line: A's ratio, ns, yardstick ns, then B's.
+# Each line: A's ratio, ns, yardstick ns, then B's, and the sum of both
+# builds' ns, by which the rounds are sorted: both builds alike decide how
+# noisy a round was.  (Sorting by one build's own result would favour the
+# other: a round where A happened to be slow lands in the noisy third
+# whatever B did.)  Which build runs first alternates.
 for ((i = 1; i <= ROUNDS; i++)); do
-	echo "$(taskset -c "$CPU" "$work/A/yield_ab") $(taskset -c "$CPU" "$work/B/yield_ab")"
+	if ((i % 2)); then
+		a=$(taskset -c "$CPU" "$work/A/yield_ab")
+		b=$(taskset -c "$CPU" "$work/B/yield_ab")
+	else
+		b=$(taskset -c "$CPU" "$work/B/yield_ab")
+		a=$(taskset -c "$CPU" "$work/A/yield_ab")
+	fi
+	echo "$a $b" | awk '{ print $0, $2 + $5 }'
 	echo "yield-ab: round $i/$ROUNDS" >&2
-done | sort -n -k1,1 >"$work/rounds"
+done | sort -g -k7,7 >"$work/rounds"
 
 median() { # FILE COLUMN-EXPRESSION (awk)
 	awk "{ print $2 }" "$1" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
@@ -70,7 +81,7 @@ third=$((n / 3))
 head -n "$third" "$work/rounds" >"$work/quiet"
 head -n $((n - third)) "$work/rounds" | tail -n $((n - 2 * third)) >"$work/middle"
 tail -n "$third" "$work/rounds" >"$work/noisy"
-echo "A = $1, B = $2: $n rounds on CPU $CPU, split by A's ratio"
+echo "A = $1, B = $2: $n rounds on CPU $CPU, split by both builds' time"
 printf '%-13s %8s %8s %8s %8s %9s\n' "" "A ratio" "B ratio" "A ns" "B ns" "B/A time"
 for part in quiet middle noisy rounds; do
 	[ -s "$work/$part" ] || continue
