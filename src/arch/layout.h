@@ -19,6 +19,7 @@
 #define XF_W_CURRENT	   0
 #define XF_W_RUNQ_HEAD	   8
 #define XF_W_RUNQ_TAIL	   16
+#define XF_W_RUNQ_RUNNING_LINKED 28 /* debug builds' check */
 #define XF_W_ERRNO_PTR	   40
 #define XF_W_INBOX	   64
 #define XF_W_STEAL_REQUEST 72

@@ -194,22 +194,15 @@
 .endm
 
 /*
- * The rest of xf_yield's way out, once it knows it switches: next off the
- * run queue, prev onto it, prev's frame, SWITCH_OUT.  In: rdi w, rsi prev,
- * rdx next; MXCSR already in the frame's slot.
+ * The rest of xf_yield's way out, once it knows it switches: next runs and
+ * prev waits last (runq.h: both stay linked where they are), prev's frame,
+ * SWITCH_OUT.  In: rdi w, rsi prev, rdx next; MXCSR already in the frame's
+ * slot.
  */
 .macro YIELD_TO_NEXT tag
-	/* xf__runq_rotate(w, prev), the same steps: next off the head, prev
-	 * onto the tail; the length stays.  (Branching on "next was alone"
-	 * instead of the cmov measured 6% slower.) */
-	movq	XF_F_RUN_NEXT(%rdx), %rax	/* the new head: next's successor, */
-	testq	%rax, %rax
-	cmovzq	%rsi, %rax			/* or prev, when next was alone */
-	movq	%rax, XF_W_RUNQ_HEAD(%rdi)
-	movq	XF_W_RUNQ_TAIL(%rdi), %rax
-	movq	%rsi, XF_F_RUN_NEXT(%rax)	/* prev behind the tail (next, when alone) */
-	movq	%rsi, XF_W_RUNQ_TAIL(%rdi)
-	movq	$0, XF_F_RUN_NEXT(%rsi)		/* and last */
+	movq	XF_F_RUN_NEXT(%rdx), %rax	/* xf__runq_rotate: the new head is next's */
+	movq	%rax, XF_W_RUNQ_HEAD(%rdi)	/* successor (prev, when next waited alone) */
+	movq	%rsi, XF_W_RUNQ_TAIL(%rdi)	/* and prev waits last */
 	PUSH_FRAME				/* MXCSR is in its slot already */
 	movl	XF_CTX_MXCSR(%rsp), %r8d	/* r8d to compare */
 	SWITCH_OUT \tag
@@ -276,6 +269,9 @@ PUBLIC_FUNCTION xf_yield
 	movq	xf__preempt_word@gottpoff(%rip), %rax
 	testl	$XF_PREEMPT_NESTING_BITS, %fs:(%rax)
 	jnz	xf__yield_slow
+	/* So is a running fiber that is not in its ring (runq.h). */
+	cmpb	$0, XF_W_RUNQ_RUNNING_LINKED(%rdi)
+	je	xf__yield_slow
 #endif
 	/* What C must see to first (xf__runq_poll, release_dead_tiles):
 	 * tiles to release, an inbox, a steal request, timers to poll. */
@@ -284,11 +280,10 @@ PUBLIC_FUNCTION xf_yield
 	movq	XF_W_INBOX(%rdi), %rax
 	orq	XF_W_STEAL_REQUEST(%rdi), %rax	/* and XF_W_TIMERS_NR, the next 4 bytes */
 	jnz	xf__yield_slow
-	movq	XF_W_RUNQ_HEAD(%rdi), %rdx	/* next: the head of the run queue */
+	movq	XF_W_RUNQ_HEAD(%rdi), %rdx	/* next: the first fiber that waits */
 	testq	%rdx, %rdx
-	jz	.Lyield_return			/* nothing else to run: keep going */
-	movl	XF_F_ON_CPU(%rdx), %r11d	/* how next left: where it resumes */
-	cmpl	$XF_CPU_STATE_YIELDED, %r11d
+	jz	.Lyield_return			/* none: keep going */
+	cmpl	$XF_CPU_STATE_YIELDED, XF_F_ON_CPU(%rdx) /* how next left: where it resumes */
 	jne	.Lyield_into_c
 	YIELD_TO_NEXT y				/* the common case: */
 	SWITCH_IN 0, XF_CPU_STATE_YIELDED	/* into an xf_yield's caller */
@@ -296,10 +291,8 @@ PUBLIC_FUNCTION xf_yield
 	.cfi_restore_state
 	.cfi_remember_state
 .Lyield_into_c:
-	cmpl	$XF_CPU_STATE_ON, %r11d
-	je	xf__yield_slow			/* still switching out elsewhere, or prev
-						 * itself (queued while running): C's to
-						 * see to */
+	cmpl	$XF_CPU_STATE_ON, XF_F_ON_CPU(%rdx) /* read again: only ON can change, to OFF */
+	je	xf__yield_slow			/* still switching out elsewhere: C waits */
 	YIELD_TO_NEXT yc
 	leaq	XF_PREV_REQUEUE_TAG(%rsi), %rcx	/* hand over prev, requeued */
 	SWITCH_IN 1, XF_CPU_STATE_YIELDED	/* into C */

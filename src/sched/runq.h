@@ -1,76 +1,110 @@
 /*
- * runq.h - a worker's run queue (owner-only FIFO) and inbox (multi-producer).
+ * runq.h - a worker's run queue (owner-only) and inbox (multi-producer).
  *
- * The local queue needs no atomics because only its worker touches it; the
- * length is published (relaxed) for thieves deciding whom to ask.  Other
- * threads push into the inbox, a Treiber stack: one CAS per push, one
- * exchange for the owner to take everything, then a reversal to keep FIFO
- * order.  xf__runq_poll() is the owner's cheap check for both the inbox and
- * pending steal requests, done at every scheduling point.
+ * The run queue is a ring of fibers linked through run_next.  head and tail
+ * delimit the fibers that wait, in the order they will run; the running
+ * fiber, while it is runnable, stays linked between tail and head, so that
+ * a yield moves two pointers and relinks nothing:
+ *
+ *   running in the ring (F = w->current):   ... -> tail -> F -> head -> ...
+ *   not (the idle context, or F leaving):   ... -> tail -> head -> ...
+ *   len counts the waiting fibers, head to tail; none: head = tail = NULL.
+ *
+ *   F yields:            head = head->run_next, tail = F: the old head runs,
+ *                        F waits last (xf__runq_rotate; xf_yield's assembly
+ *                        the same two stores)
+ *   F blocks or exits:   F leaves the ring (xf__runq_remove_running) before
+ *                        the inbox is polled, which may bring it back
+ *   C runs the head:     it stops waiting but stays linked where it is
+ *                        (xf__runq_run_head)
+ *   a fiber is woken:    it waits last, behind tail (xf__runq_push)
+ *
+ * A fiber in some worker's ring as its running fiber is never pushed: it
+ * can be woken only in its blocking window, and xf__wake sends a fiber that
+ * is still on its CPU through its home's inbox, polled once it has left.
+ * The inbox has its own link (inbox_next) for the same reason.
+ *
+ * The ring needs no atomics because only its worker touches it; the length
+ * is published (relaxed) for thieves deciding whom to ask.  Other threads
+ * push into the inbox, a Treiber stack: one CAS per push, one exchange for
+ * the owner to take everything, then a reversal to keep FIFO order.
+ * xf__runq_poll() is the owner's cheap check for both the inbox and pending
+ * steal requests, done at every scheduling point.
  */
 #ifndef XF_SCHED_RUNQ_H
 #define XF_SCHED_RUNQ_H
 
 #include "sched/sched.h"
 
-static inline void xf__fifo_push(struct xf__fifo *q, struct xf_fiber *f)
-{
-	f->run_next = NULL;
-	if (q->tail)
-		q->tail->run_next = f;
-	else
-		q->head = f;
-	q->tail = f;
-	q->len++;
-}
-
-static inline struct xf_fiber *xf__fifo_pop(struct xf__fifo *q)
-{
-	struct xf_fiber *f = q->head;
-
-	if (!f)
-		return NULL;
-	q->head = f->run_next;
-	if (!q->head)
-		q->tail = NULL;
-	q->len--;
-	return f;
-}
-
 static inline void xf__runq_publish(struct xf__worker *w)
 {
 	atomic_store_explicit(&w->nr_queued, w->runq.len, memory_order_relaxed);
 }
 
+/* Queues f, woken or new, behind everything that waits. */
 static inline void xf__runq_push(struct xf__worker *w, struct xf_fiber *f)
 {
-	xf__fifo_push(&w->runq, f);
+	struct xf__runq *q = &w->runq;
+
+	if (q->tail) {
+		f->run_next = q->tail->run_next; /* the running fiber, or head */
+		q->tail->run_next = f;
+	} else if (q->running_linked) {
+		f->run_next = w->current;
+		w->current->run_next = f;
+		q->head = f;
+	} else {
+		f->run_next = f;
+		q->head = f;
+	}
+	q->tail = f;
+	q->len++;
 	xf__runq_publish(w);
 }
 
-static inline struct xf_fiber *xf__runq_pop(struct xf__worker *w)
+/* C picked the head to run next (the caller switches to it): it stops
+ * waiting, and is linked where the running fiber belongs already. */
+static inline struct xf_fiber *xf__runq_run_head(struct xf__worker *w)
 {
-	struct xf_fiber *f = xf__fifo_pop(&w->runq);
+	struct xf__runq *q = &w->runq;
+	struct xf_fiber *f = q->head;
 
-	if (f)
-		xf__runq_publish(w);
+	XF_WARN_ON(q->running_linked || !f);
+	if (f == q->tail)
+		q->head = q->tail = NULL; /* it is linked to itself */
+	else
+		q->head = f->run_next;
+	q->len--;
+	q->running_linked = true;
+	xf__runq_publish(w);
 	return f;
 }
 
-/* Pops the head (the caller has seen it is there) and queues f at the tail
- * in one go: what a yield does, here and in xf_yield's assembly, step for
- * step.  When the head was alone it is also the tail, and leaves with a
- * stale link to f; a fiber's link means nothing until it is queued again.
- * The length does not change, so nothing is published to thieves. */
-static inline void xf__runq_rotate(struct xf__worker *w, struct xf_fiber *f)
+/* The running fiber f blocks or exits: it leaves the ring. */
+static inline void xf__runq_remove_running(struct xf__worker *w, struct xf_fiber *f)
 {
-	struct xf__fifo *q = &w->runq;
-	struct xf_fiber *second = q->head->run_next;
+	struct xf__runq *q = &w->runq;
 
-	q->head = second ? second : f;
-	q->tail->run_next = f;
+	XF_WARN_ON(!q->running_linked || w->current != f);
+	if (q->tail)
+		q->tail->run_next = q->head;
+	q->running_linked = false;
+}
+
+/* The running fiber f yields: the head runs, and f waits last.  Returns
+ * the head, or f itself when nothing waits.  The length does not change:
+ * one waits, one runs.  What xf_yield's assembly does, step for step. */
+static inline struct xf_fiber *xf__runq_rotate(struct xf__worker *w, struct xf_fiber *f)
+{
+	struct xf__runq *q = &w->runq;
+	struct xf_fiber *next = q->head;
+
+	XF_WARN_ON(!q->running_linked || w->current != f);
+	if (!next)
+		return f;
+	q->head = next->run_next; /* f, when next waited alone */
 	q->tail = f;
-	f->run_next = NULL;
+	return next;
 }
 
 static inline void xf__inbox_push(struct xf__worker *w, struct xf_fiber *f)
@@ -78,7 +112,7 @@ static inline void xf__inbox_push(struct xf__worker *w, struct xf_fiber *f)
 	struct xf_fiber *old = atomic_load_explicit(&w->inbox, memory_order_relaxed);
 
 	do
-		f->run_next = old;
+		f->inbox_next = old;
 	while (!atomic_compare_exchange_weak_explicit(&w->inbox, &old, f, memory_order_release,
 						      memory_order_relaxed));
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "arch/context.h"
+#include "sched/runq.h"
 #include "sched/sanitizer.h"
 #include "sched/sched.h"
 #include "xstate/xstate.h"
@@ -163,6 +164,8 @@ static int start(const xf_config *cfg)
 	xf__san_fiber_create(idle0);
 	w0->idle = idle0;
 	__atomic_store_n(&w0->current, xf__rt.first, __ATOMIC_RELAXED);
+	xf__runq_push(w0, xf__rt.first); /* it runs, in the ring */
+	xf__runq_run_head(w0);
 	xf__rt.first->id = atomic_fetch_add(&xf__rt.next_id, 1);
 	atomic_store(&xf__rt.live, 1);
 	err = xf__overflow_handler_install(w0);

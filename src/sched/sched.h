@@ -93,7 +93,9 @@ struct xf_fiber {
 	int saved_errno;
 	uint64_t id;
 
-	struct xf_fiber *run_next; /* run queue / inbox link */
+	struct xf_fiber *run_next;   /* run queue ring link (runq.h), free lists */
+	struct xf_fiber *inbox_next; /* inbox link: apart, as a fiber may be pushed
+				      * there while still in its ring */
 
 	/* Waiting: one wait at a time, so the bookkeeping lives here. */
 	struct xf_fiber *wait_next, *wait_prev; /* xf__waitq links */
@@ -139,16 +141,18 @@ enum {
 	XF_DETACH_JOINING,
 };
 
-/* A plain FIFO of fibers linked through run_next. */
-struct xf__fifo {
-	struct xf_fiber *head, *tail;
-	unsigned len;
+/* A worker's run queue: a ring of fibers linked through run_next, the
+ * running one included (sched/runq.h). */
+struct xf__runq {
+	struct xf_fiber *head, *tail; /* the waiting fibers, first and last */
+	unsigned len;		      /* how many wait */
+	bool running_linked;	      /* w->current is linked between tail and head */
 };
 
 struct xf__worker {
 	/* Hot, owner-only. */
 	struct xf_fiber *current;
-	struct xf__fifo runq;
+	struct xf__runq runq;
 	struct xf_fiber *idle; /* this worker's scheduler context */
 	int *errno_ptr;	       /* this thread's errno */
 	unsigned id;
@@ -286,7 +290,8 @@ void xf__schedule(struct xf__worker *w, enum xf__prev_action action);
 void xf__yield_slow(void);
 
 /* Makes a blocked fiber runnable: on the caller's worker when it is a
- * worker, else on the fiber's home worker. */
+ * worker, else - or while the fiber is still on its CPU - on the fiber's
+ * home worker. */
 void xf__wake(struct xf_fiber *f);
 
 /* Blocks the calling fiber until xf__wait_wake() or the timeout (0 = none).

@@ -39,6 +39,9 @@ _Static_assert(offsetof(struct xf_fiber, run_next) == XF_F_RUN_NEXT, "layout.h")
 _Static_assert(offsetof(struct xf__worker, current) == XF_W_CURRENT, "layout.h");
 _Static_assert(offsetof(struct xf__worker, runq.head) == XF_W_RUNQ_HEAD, "layout.h");
 _Static_assert(offsetof(struct xf__worker, runq.tail) == XF_W_RUNQ_TAIL, "layout.h");
+_Static_assert(offsetof(struct xf__worker, runq.running_linked) == XF_W_RUNQ_RUNNING_LINKED,
+	       "layout.h");
+_Static_assert(sizeof(((struct xf__worker *)0)->runq.running_linked) == 1, "layout.h: cmpb");
 _Static_assert(offsetof(struct xf__worker, errno_ptr) == XF_W_ERRNO_PTR, "layout.h");
 _Static_assert(offsetof(struct xf__worker, inbox) == XF_W_INBOX, "layout.h");
 _Static_assert(offsetof(struct xf__worker, steal_request) == XF_W_STEAL_REQUEST, "layout.h");
@@ -123,21 +126,24 @@ static void schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t
 
 	XF_WARN_ON(!(xf__preempt_word_get() & XF_PREEMPT_NESTING));
 	release_dead_tiles(w, prev);
-	xf__runq_poll(w);
-	next = w->runq.head;
-	if (next == prev) {
-		/* Woken (by a timer run in the poll above) before it left. */
-		xf__runq_pop(w);
-		return;
-	}
-	if (!next || action == XF_PREV_EXIT) {
-		if (action == XF_PREV_REQUEUE)
+	if (action == XF_PREV_REQUEUE) {
+		xf__runq_poll(w);
+		next = xf__runq_rotate(w, prev); /* prev behind the others */
+		if (next == prev)
 			return; /* nothing else to run: keep going */
-		next = w->idle;
-	} else if (action == XF_PREV_REQUEUE) {
-		xf__runq_rotate(w, prev); /* next off the head, prev onto the tail */
 	} else {
-		xf__runq_pop(w);
+		/* Off the ring before the poll, which may queue prev again:
+		 * woken before it left, by a timer the poll runs or a waker
+		 * through the inbox. */
+		xf__runq_remove_running(w, prev);
+		xf__runq_poll(w);
+		if (action == XF_PREV_EXIT || !w->runq.head) {
+			next = w->idle;
+		} else {
+			next = xf__runq_run_head(w);
+			if (next == prev)
+				return; /* woken before it left, and first in line */
+		}
 	}
 	switch_to(w, prev, next, action, mxcsr);
 }
@@ -202,7 +208,15 @@ void xf__wake(struct xf_fiber *f)
 	xf__preempt_disable(); /* the run queue is this worker's alone */
 	xf__ticker_poke();
 	w = xf__this_worker();
-	if (w && (!(f->flags & XF_FIBER_F_PINNED) || home == w)) {
+	if (atomic_load_explicit(&f->on_cpu, memory_order_acquire) == XF_ON_CPU) {
+		/* Woken in its blocking window: it is still the head of its
+		 * home's ring, or just leaving it, and only that worker may
+		 * relink it.  Through that worker's inbox, which it polls once
+		 * f has left (runq.h). */
+		xf__inbox_push(home, f);
+		if (home != w)
+			xf__worker_kick(home);
+	} else if (w && (!(f->flags & XF_FIBER_F_PINNED) || home == w)) {
 		f->home = (int)w->id; /* where it will run: its home from now on */
 		xf__runq_push(w, f);
 		xf__maybe_wake_idle(w);

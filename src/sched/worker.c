@@ -79,37 +79,47 @@ void xf__maybe_wake_idle(struct xf__worker *w)
 	}
 }
 
-/* Hands half of w's queue (pinned fibers stay) to the worker that asked. */
+/* Hands half of w's waiting fibers (pinned and preempted ones stay) to the
+ * worker that asked. */
 static void answer_steal_request(struct xf__worker *w)
 {
 	unsigned req = atomic_exchange_explicit(&w->steal_request, 0, memory_order_acquire);
+	struct xf__runq *q = &w->runq;
 	struct xf__worker *thief;
-	struct xf__fifo keep = {0}, give = {0};
-	unsigned give_nr;
-	struct xf_fiber *f;
+	struct xf_fiber *f, *after;
+	unsigned give_nr, waiting;
 
 	if (!req)
 		return;
 	thief = &xf__rt.workers[req - 1];
 	/* Half the difference: all of an idle thief's share, and no
 	 * ping-pong between two busy workers. */
-	give_nr = w->runq.len - atomic_load_explicit(&thief->nr_queued, memory_order_relaxed);
+	give_nr = q->len - atomic_load_explicit(&thief->nr_queued, memory_order_relaxed);
 	give_nr = (int)give_nr > 0 ? (give_nr + 1) / 2 : 0;
-	while ((f = xf__fifo_pop(&w->runq))) {
-		/* Pinned fibers stay, and so do preempted ones: they resume on
-		 * the thread they were interrupted on (see preempt/signal.c). */
-		if (give.len < give_nr && !(f->flags & XF_FIBER_F_PINNED) && !f->preempted)
-			xf__fifo_push(&give, f);
-		else
-			xf__fifo_push(&keep, f);
-	}
-	w->runq = keep;
-	xf__runq_publish(w);
-	/* Push newest first, so the thief's reversal restores our order. */
-	for (struct xf_fiber *chain = give.head; chain;) {
-		struct xf_fiber *next = chain->run_next;
-		xf__inbox_push(thief, chain);
-		chain = next;
+	if (give_nr) {
+		/* Every waiting fiber leaves the ring, in order, and what stays
+		 * is queued again; what goes is pushed in order too, which the
+		 * thief's reversal of its inbox keeps. */
+		f = q->head;
+		waiting = q->len;
+		if (q->running_linked)
+			w->current->run_next = w->current;
+		q->head = q->tail = NULL;
+		q->len = 0;
+		for (; waiting; waiting--, f = after) {
+			after = f->run_next;
+			/* Preempted fibers resume on the thread they were
+			 * interrupted on (see preempt/signal.c); a fiber woken
+			 * before it left is still on this CPU. */
+			if (give_nr && f != w->current && !(f->flags & XF_FIBER_F_PINNED) &&
+			    !f->preempted) {
+				xf__inbox_push(thief, f);
+				give_nr--;
+			} else {
+				xf__runq_push(w, f);
+			}
+		}
+		xf__runq_publish(w);
 	}
 	atomic_store_explicit(&thief->steal_pending, 0, memory_order_release);
 	xf__worker_kick(thief);
@@ -121,20 +131,19 @@ void xf__runq_poll_slow(struct xf__worker *w)
 	struct xf_fiber *reversed = NULL;
 
 	while (chain) {
-		struct xf_fiber *next = chain->run_next;
-		chain->run_next = reversed;
+		struct xf_fiber *next = chain->inbox_next;
+		chain->inbox_next = reversed;
 		reversed = chain;
 		chain = next;
 	}
 	while (reversed) {
-		struct xf_fiber *next = reversed->run_next;
+		struct xf_fiber *next = reversed->inbox_next;
 		/* Stolen fibers now live here (pinned ones always did). */
 		if (!(reversed->flags & XF_FIBER_F_PINNED))
 			reversed->home = (int)w->id;
-		xf__fifo_push(&w->runq, reversed);
+		xf__runq_push(w, reversed);
 		reversed = next;
 	}
-	xf__runq_publish(w);
 	if (atomic_load_explicit(&w->steal_request, memory_order_relaxed))
 		answer_steal_request(w);
 }
@@ -182,7 +191,7 @@ static struct xf_fiber *find_work(struct xf__worker *w)
 	xf__runq_poll_slow(w); /* inbox, and decline steal requests (queue is empty) */
 	if (atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
 		xf__timers_run(w);
-	return xf__runq_pop(w);
+	return w->runq.head ? xf__runq_run_head(w) : NULL;
 }
 
 static void park(struct xf__worker *w)

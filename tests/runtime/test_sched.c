@@ -1,6 +1,6 @@
 /*
- * test_sched.c - yield fairness across workers, work stealing moving
- * fibers, and pinned fibers never moving.
+ * test_sched.c - the run order on one worker, yield fairness across
+ * workers, work stealing moving fibers, and pinned fibers never moving.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -9,7 +9,7 @@
 #include "testlib.h"
 #include "xfiber.h"
 
-#define WORKERS 2
+#define WORKERS	 2
 #define YIELDERS 8
 
 static atomic_bool stop;
@@ -69,6 +69,58 @@ static void fairness_and_stealing(void)
 		xf_test_fail("no fiber ever ran on worker 1: work stealing moved nothing");
 }
 
+/* One worker, four fibers that log their id and yield; fiber 3 first
+ * waits on a semaphore that fiber 0 posts in its third round.  Yields go
+ * round the fibers in the order they were queued, and a woken fiber joins
+ * behind those that wait, ahead of the one that woke it. */
+#define ORDER_FIBERS 4
+#define ORDER_ROUNDS 6
+
+static int order_log[ORDER_FIBERS * ORDER_ROUNDS];
+static unsigned order_n;
+static xf_sem order_sem;
+
+static void *order_loop(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+
+	if (id == 3)
+		CHECK_ERR(xf_sem_wait(&order_sem), 0);
+	for (int r = 0; r < ORDER_ROUNDS; r++) {
+		if (order_n < ORDER_FIBERS * ORDER_ROUNDS)
+			order_log[order_n++] = id;
+		if (id == 0 && r == 2)
+			CHECK_ERR(xf_sem_post(&order_sem), 0);
+		xf_yield();
+	}
+	return NULL;
+}
+
+static void run_order(void)
+{
+	static const int want[ORDER_FIBERS * ORDER_ROUNDS] = {
+	    0, 1, 2, 0, 1, 2, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 3, 3,
+	};
+	xf_fiber *f[ORDER_FIBERS];
+
+	/* Cooperative: a time slice ending between a log and its yield
+	 * would reorder the turns. */
+	CHECK_ERR(xf_init(&(xf_config){.workers = 1, .cooperative = true}), 0);
+	CHECK_ERR(xf_sem_init(&order_sem, 0), 0);
+	for (int i = 0; i < ORDER_FIBERS; i++)
+		CHECK_ERR(xf_spawn(&f[i], order_loop, (void *)(intptr_t)i, NULL), 0);
+	for (int i = 0; i < ORDER_FIBERS; i++)
+		CHECK_ERR(xf_join(f[i], NULL), 0);
+	CHECK_ERR(xf_sem_destroy(&order_sem), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	CHECK(order_n == ORDER_FIBERS * ORDER_ROUNDS);
+	for (unsigned i = 0; i < order_n; i++)
+		if (order_log[i] != want[i])
+			xf_test_fail("run order: entry %u is fiber %d, expected %d", i,
+				     order_log[i], want[i]);
+	printf("run order on one worker: round robin, woken fiber behind the waiting\n");
+}
+
 static void *pinned_loop(void *arg)
 {
 	int want = (int)(intptr_t)arg;
@@ -106,6 +158,7 @@ static void pinned(void)
 
 int main(void)
 {
+	run_order();
 	CHECK_ERR(xf_init(&(xf_config){.workers = WORKERS}), 0);
 	fairness_and_stealing();
 	pinned();
