@@ -5,8 +5,10 @@
  * timer lives in the fiber and the heap holds fiber pointers.  The heap is
  * guarded by its worker's timer_lock: the fiber arms it on the worker it
  * runs on, but may cancel it from another after a migration.  Firing and
- * cancelling both happen under that lock, so a firing timer never touches a
- * fiber that has already returned from its wait.
+ * cancelling both happen under that lock, except a cancel that finds the
+ * timer already out of the heap: firing claims the wait before it takes
+ * the timer out, so by then the claim is over, and a firing timer never
+ * touches a fiber that has already returned from its wait.
  *
  * Due timers are run by their worker at scheduling points (every 16th, see
  * runq.h) and in its idle loop, which also bounds its sleep by the earliest
@@ -66,7 +68,7 @@ static void heap_remove(struct xf__worker *w, unsigned i)
 	unsigned last = atomic_load_explicit(&w->timers_nr, memory_order_relaxed) - 1;
 	struct xf_fiber *moved = w->timers[last];
 
-	w->timers[i]->timer.heap = NULL;
+	__atomic_store_n(&w->timers[i]->timer.heap, NULL, __ATOMIC_RELEASE); /* after any claim */
 	atomic_store_explicit(&w->timers_nr, last, memory_order_relaxed);
 	if (i == last)
 		return;
@@ -123,9 +125,14 @@ void xf__timers_run(struct xf__worker *w)
 	while (atomic_load_explicit(&w->timers_nr, memory_order_relaxed) &&
 	       w->timers[0]->timer.deadline_ns <= now) {
 		struct xf_fiber *f = w->timers[0];
+		/* Claimed before the entry leaves the heap: xf__timer_cancel
+		 * reads an empty heap pointer as "this timer is done with",
+		 * and the fiber may then start another wait, which a claim
+		 * made after that would end with a timeout it never asked for. */
+		bool timed_out = xf__wait_claim(f, XF_WAIT_TIMEDOUT);
 
 		heap_remove(w, 0);
-		if (xf__wait_claim(f, XF_WAIT_TIMEDOUT))
+		if (timed_out)
 			xf__wake(f);
 	}
 	xf__spin_unlock(&w->timer_lock);
