@@ -20,8 +20,9 @@
  *   a fiber is woken:    it waits last, behind tail (xf__runq_push)
  *
  * A fiber in some worker's ring as its running fiber is never pushed: it
- * can be woken only in its blocking window, and xf__wake sends a fiber that
- * is still on its CPU through its home's inbox, polled once it has left.
+ * can be woken only in its blocking window, and xf__wake waits briefly for
+ * such a fiber to get off its CPU, or else sends it through its home's
+ * inbox, which that worker polls only after the fiber has left its ring.
  * The inbox has its own link (inbox_next) for the same reason.
  *
  * The ring needs no atomics because only its worker touches it; the length

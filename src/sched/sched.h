@@ -290,8 +290,8 @@ void xf__schedule(struct xf__worker *w, enum xf__prev_action action);
 void xf__yield_slow(void);
 
 /* Makes a blocked fiber runnable: on the caller's worker when it is a
- * worker, else - or while the fiber is still on its CPU - on the fiber's
- * home worker. */
+ * worker, else - or if the fiber stays on its CPU longer than a short wait
+ * - on the fiber's home worker. */
 void xf__wake(struct xf_fiber *f);
 
 /* Blocks the calling fiber until xf__wait_wake() or the timeout (0 = none).
