@@ -3,12 +3,21 @@
  * misuse of the fiber API returning its errno.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "testlib.h"
 #include "xfiber.h"
+
+static void *plain_thread_yields(void *arg)
+{
+	for (int i = 0; i < 3; i++)
+		xf_yield();
+	CHECK(xf_self() == NULL);
+	return arg;
+}
 
 static void *identity(void *arg)
 {
@@ -98,6 +107,12 @@ int main(void)
 
 	CHECK_ERR(xf_init(&cfg), 0);
 	CHECK_ERR(xf_init(&cfg), EBUSY);
+	{
+		/* A plain thread while the runtime runs: yield does nothing. */
+		pthread_t t;
+		CHECK_ERR(pthread_create(&t, NULL, plain_thread_yields, NULL), 0);
+		CHECK_ERR(pthread_join(t, NULL), 0);
+	}
 	CHECK(xf_self() != NULL && xf_fiber_id(xf_self()) == 1);
 	CHECK(xf_worker_id() == 0);
 
@@ -175,6 +190,7 @@ int main(void)
 	CHECK_ERR(xf_shutdown(), 0);
 	CHECK_ERR(xf_shutdown(), EPERM);
 	CHECK(xf_self() == NULL);
+	xf_yield(); /* a plain thread again: harmless */
 
 	/* The runtime can start again after a shutdown. */
 	CHECK_ERR(xf_init(&(xf_config){.workers = 1}), 0);
