@@ -28,10 +28,6 @@ struct xf__runtime xf__rt;
 __thread struct xf__worker *xf__tls_worker;
 
 #define XF_PREV_ACTION_MASK 3u
-
-/* Pauses a waker spends waiting for a fiber to get off its CPU: ~2 us on
- * the development machine, where one takes ~30 ns (77 TSC cycles). */
-#define XF_WAKE_SPIN 64
 _Static_assert(_Alignof(struct xf_fiber) > XF_PREV_ACTION_MASK, "room for the action tag");
 
 /* Everything the switch assembly assumes (arch/layout.h). */
@@ -83,11 +79,18 @@ static inline void finish_switch(struct xf__switched s)
 		finish_exit(s.w, (struct xf_fiber *)(s.prev & ~(uintptr_t)XF_PREV_ACTION_MASK));
 }
 
-/* Out of line: the spin would otherwise cost the hot path a register. */
-static __attribute__((noinline)) void wait_off_cpu(struct xf_fiber *f)
+/* Waits up to `pauses` pauses (UINT64_MAX: for good) for f to get off its
+ * CPU; whether it did.  Out of line: the spin would otherwise cost the hot
+ * path a register. */
+static __attribute__((noinline)) bool wait_off_cpu(struct xf_fiber *f, uint64_t pauses)
 {
-	while (atomic_load_explicit(&f->on_cpu, memory_order_acquire) == XF_ON_CPU)
+	for (uint64_t i = 0; atomic_load_explicit(&f->on_cpu, memory_order_acquire) == XF_ON_CPU;
+	     i++) {
+		if (i == pauses)
+			return false;
 		__builtin_ia32_pause();
+	}
+	return true;
 }
 
 /* Switches from prev to next.  Called and resumed at nesting 1. */
@@ -96,7 +99,7 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 {
 	/* next may have been woken while still switching out elsewhere. */
 	if (unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire) == XF_ON_CPU))
-		wait_off_cpu(next);
+		wait_off_cpu(next, UINT64_MAX);
 	/* Every switch from C happens at nesting 1, the scheduler's own:
 	 * fibers may not block or yield with preemption disabled (xfiber.h). */
 	XF_WARN_ON((xf__preempt_word_get() & XF_PREEMPT_NESTING) != 1);
@@ -205,19 +208,22 @@ _Noreturn void xf__fiber_main(struct xf_fiber *f, struct xf__worker *w, uintptr_
 	xf__fiber_exit(f, f->fn(f->arg));
 }
 
-/* Whether f, woken in its blocking window, is off its CPU or gets there
- * within a short wait, as Linux's try_to_wake_up waits for on_cpu: until
- * then it may still be linked in its worker's ring as the running fiber,
- * which only that worker may change (runq.h).  A switch-out takes well
- * under a microsecond, unless its thread loses the CPU midway. */
-static bool off_cpu_soon(struct xf_fiber *f)
+/* Pauses a waker spends waiting for a fiber to get off its CPU: ~2 us on
+ * the development machine, where one takes ~30 ns (77 TSC cycles). */
+#define XF_WAKE_SPIN 64
+
+/* Whether f, being woken, may still be linked in its home's ring as the
+ * running fiber, which only that worker may change (runq.h).  This
+ * worker's own fiber, woken in its own blocking window (a timer it could
+ * not arm), is until schedule() takes it off.  Any other is off its ring
+ * once off its CPU; the waker waits a little for that, as Linux's
+ * try_to_wake_up waits for on_cpu: a switch-out takes well under a
+ * microsecond, unless its thread loses the CPU midway. */
+static bool may_be_linked(struct xf__worker *w, struct xf_fiber *f)
 {
-	for (int i = 0; i < XF_WAKE_SPIN; i++) {
-		if (atomic_load_explicit(&f->on_cpu, memory_order_acquire) != XF_ON_CPU)
-			return true;
-		__builtin_ia32_pause();
-	}
-	return false;
+	if (w && f == w->current)
+		return w->runq.running_linked;
+	return !wait_off_cpu(f, XF_WAKE_SPIN);
 }
 
 void xf__wake(struct xf_fiber *f)
@@ -227,12 +233,9 @@ void xf__wake(struct xf_fiber *f)
 	xf__preempt_disable(); /* the run queue is this worker's alone */
 	xf__ticker_poke();
 	w = xf__this_worker();
-	if (w && f == w->current ? w->runq.running_linked : !off_cpu_soon(f)) {
-		/* Still linked in its home's ring as its running fiber (this
-		 * worker's own, woken in its own blocking window: a timer it
-		 * could not arm), or still on another CPU after the wait.
-		 * Through that worker's inbox, which it polls only after f
-		 * has left its ring. */
+	if (may_be_linked(w, f)) {
+		/* Through its home's inbox, which that worker polls only
+		 * after f has left its ring. */
 		xf__inbox_push(home, f);
 		if (home != w)
 			xf__worker_kick(home);
