@@ -6,7 +6,8 @@
  * its stack, lowest address first, at these offsets from the stack pointer:
  *
  *   offset  contents
- *   -8      MXCSR (4 bytes)                 callee-saved per the SysV ABI
+ *   -8      MXCSR (4 bytes)                 its control bits callee-saved per
+ *                                           the SysV ABI, its flags not
  *   -4      x87 control word (2 bytes)      callee-saved per the SysV ABI
  *   -2      unused (2 bytes)
  *   0       r15
@@ -44,6 +45,10 @@
 #define XF_CTX_RIP	48
 #define XF_CTX_BELOW_SP 8  /* the bytes of the frame below the stack pointer */
 #define XF_CTX_SIZE	64 /* the frame plus the return address */
+
+/* MXCSR's bits as a switch treats them (bits 16-31 are reserved, zero). */
+#define XF_MXCSR_FLAG_BITS    0x3f   /* the six exception flags: status, caller-saved */
+#define XF_MXCSR_CONTROL_BITS 0xffc0 /* DAZ, masks, rounding, FTZ: callee-saved */
 
 /* Sanitizer builds switch only from C, which tells the sanitizer about every
  * switch; xf_yield's assembly fast path, which returns from a switch straight

@@ -8,11 +8,18 @@
  *   sp ->  +0  r15   +8 r14   +16 r13   +24 r12   +32 rbx   +40 rbp
  *          +48 return address
  *
- * Only the callee-saved state is kept: rbx, rbp, r12-r15, rsp, MXCSR and the
- * x87 control word.  The caller stores MXCSR (stmxcsr) well before the
- * switch reads it: reading back what stmxcsr stored is slow on this CPU
- * when it follows right away.  MXCSR and the control word are written only
- * when the incoming value differs from the outgoing one - loading the
+ * Only the callee-saved state is kept: rbx, rbp, r12-r15, rsp, MXCSR's
+ * control bits and the x87 control word.  MXCSR's six exception flags are
+ * status, which the ABI makes caller-saved, like the whole x87 status word:
+ * they pass from prev to next as they would across any call.  They must:
+ * an ldmxcsr that changes the flags makes the next stmxcsr wait ~160 TSC
+ * cycles on Sapphire Rapids, so a switch that gave each fiber its own flags
+ * back cost 76 ns instead of 5 between a fiber that had raised "inexact" and
+ * one that had not (docs/runtime.md).  A preempted fiber gets its whole
+ * MXCSR back from its signal frame.  The caller stores MXCSR (stmxcsr) well
+ * before the switch reads it: reading back what stmxcsr stored right away
+ * is slow on AMD Zen 4.  The control bits and the control word are written
+ * only when the incoming ones differ from the outgoing - loading the
  * control word marks x87 state in use (XINUSE bit 0), which would make every
  * later kernel switch and signal frame save x87 state for nothing.  Same
  * idea as the kernel writing PKRU only when it changes, or restoring IF with
@@ -70,9 +77,9 @@
  * The outgoing half of a switch, and the stack switch.  In: rdi w, rsi
  * prev, rdx next, r8d prev's MXCSR; prev's frame pushed and filled but for
  * its control word.  Out, on next's stack: r10 = &errno, eax = prev's
- * errno; rdi, rsi, rdx, rcx as they came.  MXCSR and the control word are
- * reloaded only when they differ, out of line (RELOADS, after the caller's
- * last ret).
+ * errno; rdi, rsi, rdx, rcx as they came; r8d clobbered.  MXCSR's control
+ * bits and the control word are reloaded only when they differ, out of line
+ * (RELOADS, after the caller's last ret).
  */
 .macro SWITCH_OUT tag
 	fnstcw	XF_CTX_FCW(%rsp)		/* reading the control word marks nothing in use */
@@ -92,8 +99,9 @@
 
 	movq	XF_F_SP(%rdx), %rsp		/* switch stacks: now on next */
 
-	cmpl	XF_CTX_MXCSR(%rsp), %r8d	/* MXCSR differs? (rare: reload out of line) */
-	jne	.Lreload_mxcsr_\tag
+	xorl	XF_CTX_MXCSR(%rsp), %r8d	/* MXCSR's control bits differ? */
+	testl	$XF_MXCSR_CONTROL_BITS, %r8d	/* (rare: reload out of line) */
+	jnz	.Lreload_mxcsr_\tag
 .Lmxcsr_loaded_\tag:
 	cmpw	XF_CTX_FCW(%rsp), %r9w		/* control word differs? */
 	jne	.Lreload_fcw_\tag
@@ -105,6 +113,9 @@
 	movl	%eax, XF_F_SAVED_ERRNO(%rsi)
 	jmp	.Lerrno_saved_\tag
 .Lreload_mxcsr_\tag:
+	andl	$XF_MXCSR_FLAG_BITS, %r8d	/* next's control bits, prev's flags: */
+	xorl	XF_CTX_MXCSR(%rsp), %r8d	/* r8d = next ^ ((prev ^ next) & flags) */
+	movl	%r8d, XF_CTX_MXCSR(%rsp)
 	ldmxcsr	XF_CTX_MXCSR(%rsp)
 	jmp	.Lmxcsr_loaded_\tag
 .Lreload_fcw_\tag:
