@@ -576,14 +576,28 @@ static void empty_handler(int sig)
 	(void)sig;
 }
 
+static void empty_siginfo_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+}
+
 /* A bare self-signal round trip with the same state: SIGUSR2, whose handler
- * returns at once (lmbench lat_sig catch, without subtracting the send). */
-static double bare_signal_ns(struct xf_fb_pair *pp)
+ * returns at once (lmbench lat_sig catch, without subtracting the send).
+ * With siginfo: the same through an SA_SIGINFO handler, as the preemption
+ * handler must be (it reads the ucontext and the tick's value) - the part
+ * of a preemption's cost that is the kernel's copy of the siginfo. */
+static double bare_signal_ns(struct xf_fb_pair *pp, bool siginfo)
 {
 	struct sigaction sa = {.sa_handler = empty_handler, .sa_flags = SA_NODEFER}, old;
 	struct xf_fb_pair bare = *pp;
 	uint64_t t;
 
+	if (siginfo) {
+		sa.sa_sigaction = empty_siginfo_handler;
+		sa.sa_flags |= SA_SIGINFO;
+	}
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR2, &sa, &old);
 	bare.sig = SIGUSR2;
@@ -599,7 +613,8 @@ static double bare_signal_ns(struct xf_fb_pair *pp)
 static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
 	struct xf__regs *r = xf_bench_regs_new(0x519 + p->state);
-	double ns[SIGNAL_ROUNDS], bare[SIGNAL_ROUNDS], ratio[SIGNAL_ROUNDS], m, b, x, lo, hi;
+	double ns[SIGNAL_ROUNDS], bare[SIGNAL_ROUNDS], ratio[SIGNAL_ROUNDS];
+	double info[SIGNAL_ROUNDS], info_ratio[SIGNAL_ROUNDS], m, b, x, lo, hi;
 	struct fb_runtime rt;
 	struct xf_fb_pair pp;
 	int err;
@@ -617,7 +632,8 @@ static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	 * median ratio with its quartiles is the row's verdict. */
 	pair_init(&pp, p, r, iters / SIGNAL_ROUNDS + 1);
 	for (int i = 0; i < SIGNAL_ROUNDS; i++) {
-		bare[i] = bare_signal_ns(&pp);
+		bare[i] = bare_signal_ns(&pp, false);
+		info[i] = bare_signal_ns(&pp, true);
 		if (p->test == FB_SIGNAL_SWITCH) {
 			ns[i] = pingpong_ns(FB_SIGNAL_SWITCH, &pp) / (2.0 * (double)pp.n);
 		} else {
@@ -627,6 +643,7 @@ static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 			xf_bench_state_init();
 		}
 		ratio[i] = ns[i] / bare[i];
+		info_ratio[i] = ns[i] / info[i];
 	}
 	fb_stop(&rt, s);
 	free(r);
@@ -639,12 +656,15 @@ static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	s->elapsed_ns = m * (double)iters;
 	snprintf(s->note, sizeof(s->note),
 		 "%.3fx (quartiles %.3f-%.3f) the bare signal round trip (%.0f ns), %d interleaved "
-		 "pairs",
-		 x, lo, hi, b, SIGNAL_ROUNDS);
+		 "pairs; %.3fx one through an SA_SIGINFO handler (%.0f ns)",
+		 x, lo, hi, b, SIGNAL_ROUNDS, xf_median(info_ratio, SIGNAL_ROUNDS),
+		 xf_median(info, SIGNAL_ROUNDS));
 	xf_bench_sample_extra(s, "bare_ns", b);
 	xf_bench_sample_extra(s, "x_bare", x);
 	xf_bench_sample_extra(s, "x_bare_q1", lo);
 	xf_bench_sample_extra(s, "x_bare_q3", hi);
+	xf_bench_sample_extra(s, "siginfo_ns", xf_median(info, SIGNAL_ROUNDS));
+	xf_bench_sample_extra(s, "x_siginfo", xf_median(info_ratio, SIGNAL_ROUNDS));
 	return 0;
 }
 

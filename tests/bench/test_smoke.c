@@ -122,10 +122,12 @@ static void check_fiber(const struct xf_jv *row)
 	const char *name = xf_jv_str(row, "name", "?");
 
 	/* Preemption is zero-copy: the runtime executed no XSAVE or XRSTOR. */
-	if (strstr(name, "preempt-") || strstr(name, "cpu-bound") || strstr(name, "preemption-cost"))
+	if (strstr(name, "preempt-") || strstr(name, "cpu-bound") ||
+	    strstr(name, "preemption-cost"))
 		CHECK(extra(row, "xsaves") == 0);
 	if (strstr(name, "preempt-"))
-		CHECK(extra(row, "x_bare") > 0 && extra(row, "bare_ns") > 0);
+		CHECK(extra(row, "x_bare") > 0 && extra(row, "bare_ns") > 0 &&
+		      extra(row, "x_siginfo") > 0 && extra(row, "siginfo_ns") > 0);
 	if (strstr(name, "preempt-switch"))
 		CHECK(extra(row, "preemptions") > 0);
 }
