@@ -26,7 +26,10 @@
  * The handler runs on the fiber's stack (no SA_ONSTACK): every fiber stack
  * reserves room for the frames (sched/stack.c).  SA_NODEFER keeps the
  * signal deliverable to whatever fiber runs next; a nested delivery finds
- * the soft mask raised and only marks the preemption pending.
+ * the soft mask raised and only marks the preemption pending.  A sender
+ * faster than the deliveries nests frames until one does not fit, which the
+ * overflow report names (sched/stack.c; docs/preemption.md says why the
+ * signal is not blocked instead).
  *
  * Safe points: the handler does not switch when the soft mask is raised,
  * when the interrupted instruction lies in the switch assembly or this

@@ -16,7 +16,8 @@
  * Freed stacks go to the worker's cache (XF_STACK_CACHE), then to a global
  * pool with their pages given back (MADV_DONTNEED).
  *
- * A fault in a guard region is reported by a SIGSEGV handler running on a
+ * A fault in a guard region, or a signal frame the kernel could not push
+ * for want of room, is reported by a SIGSEGV handler running on a
  * per-worker alternate stack: which fiber, which stack size, then abort.
  */
 #define _GNU_SOURCE
@@ -27,9 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "common/fmt.h"
+#include "preempt/preempt.h"
 #include "sched/sched.h"
 
 #ifndef MADV_GUARD_INSTALL
@@ -189,20 +192,44 @@ void xf__stacks_release(void)
 
 static void say(const char *s, char *buf, size_t *len)
 {
-	while (*s && *len < 255)
+	while (*s && *len < 383)
 		buf[(*len)++] = *s++;
+}
+
+/* How a fault shows a fiber out of stack: a store into its guard region
+ * (the address), or the kernel unable to push a signal frame below a stack
+ * pointer already in the stack's last frame_reserve bytes - it then sends
+ * SIGSEGV with SI_KERNEL and no address (force_sigsegv).  The second is what
+ * signals arriving faster than they are handled end in: the preemption
+ * handler is SA_NODEFER, so each delivery nests a frame below the last. */
+enum overflow { NOT_OURS, GUARD_HIT, NO_ROOM_FOR_SIGNAL_FRAME };
+
+static enum overflow overflow_kind(const struct xf_fiber *f, const siginfo_t *si,
+				   const ucontext_t *uc)
+{
+	const char *base = f ? f->stack.base : NULL;
+	const char *addr = si->si_addr;
+	const char *sp = (const char *)uc->uc_mcontext.gregs[REG_RSP];
+
+	if (!base)
+		return NOT_OURS;
+	if (addr < base && addr >= base - XF_GUARD_SIZE)
+		return GUARD_HIT;
+	if (si->si_code == SI_KERNEL && sp >= base - XF_GUARD_SIZE &&
+	    sp < base + xf__rt.frame_reserve)
+		return NO_ROOM_FOR_SIGNAL_FRAME;
+	return NOT_OURS;
 }
 
 static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct xf__worker *w = xf__this_worker();
 	struct xf_fiber *f = w ? w->current : NULL;
-	const char *addr = si->si_addr;
+	const enum overflow kind = overflow_kind(f, si, uc);
 
-	if (f && f->stack.base && addr < (char *)f->stack.base &&
-	    addr >= (char *)f->stack.base - XF_GUARD_SIZE) {
+	if (kind != NOT_OURS) {
 		/* Only async-signal-safe calls from here on. */
-		char buf[256];
+		char buf[384];
 		size_t len = 0;
 
 		say("xfiber: fiber ", buf, &len);
@@ -211,9 +238,13 @@ static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, voi
 		len += xf__fmt_u64(buf + len, f->stack.size - xf__rt.frame_reserve);
 		say(" bytes + ", buf, &len);
 		len += xf__fmt_u64(buf + len, xf__rt.frame_reserve);
-		say(" reserved for signal frames); raise xf_attr.stack_size or "
-		    "xf_config.stack_size\n",
-		    buf, &len);
+		say(" reserved for signal frames)", buf, &len);
+		if (kind == NO_ROOM_FOR_SIGNAL_FRAME)
+			say(": no room left for a signal frame (frames too deep, or signals "
+			    "arriving faster than they are handled: a flood of SIGURG, the "
+			    "preemption signal, nests their frames)",
+			    buf, &len);
+		say("; raise xf_attr.stack_size or xf_config.stack_size\n", buf, &len);
 		if (write(STDERR_FILENO, buf, len) < 0) {
 			/* Nothing more can be done: abort anyway. */
 		}
@@ -253,7 +284,11 @@ int xf__overflow_handler_install(struct xf__worker *w)
 	if (!stacks.handler_installed) {
 		struct sigaction sa = {.sa_sigaction = overflow_handler,
 				       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER};
+		/* The preemption signal waits while the report runs: nested on
+		 * the alternate stack, a flood of it would overflow that too,
+		 * and the process would die without a word. */
 		sigemptyset(&sa.sa_mask);
+		sigaddset(&sa.sa_mask, XF_PREEMPT_SIGNAL);
 		sigaction(SIGSEGV, &sa, &stacks.old_segv);
 		stacks.handler_installed = true;
 	}
