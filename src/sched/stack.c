@@ -201,7 +201,12 @@ static void say(const char *s, char *buf, size_t *len)
  * pointer already in the stack's last frame_reserve bytes - it then sends
  * SIGSEGV with SI_KERNEL and no address (force_sigsegv).  The second is what
  * signals arriving faster than they are handled end in: the preemption
- * handler is SA_NODEFER, so each delivery nests a frame below the last. */
+ * handler is SA_NODEFER, so each delivery nests a frame below the last.  A
+ * general-protection or stack-segment fault also comes as SI_KERNEL with no
+ * address, and user frames may reach into that last stretch: those say so
+ * in their trap number, which a failed frame push leaves as it was. */
+#define X86_TRAP_SS 12
+#define X86_TRAP_GP 13
 enum overflow { NOT_OURS, GUARD_HIT, NO_ROOM_FOR_SIGNAL_FRAME };
 
 static enum overflow overflow_kind(const struct xf_fiber *f, const siginfo_t *si,
@@ -210,15 +215,30 @@ static enum overflow overflow_kind(const struct xf_fiber *f, const siginfo_t *si
 	const char *base = f ? f->stack.base : NULL;
 	const char *addr = si->si_addr;
 	const char *sp = (const char *)uc->uc_mcontext.gregs[REG_RSP];
+	const greg_t trap = uc->uc_mcontext.gregs[REG_TRAPNO];
 
 	if (!base)
 		return NOT_OURS;
 	if (addr < base && addr >= base - XF_GUARD_SIZE)
 		return GUARD_HIT;
-	if (si->si_code == SI_KERNEL && sp >= base - XF_GUARD_SIZE &&
-	    sp < base + xf__rt.frame_reserve)
+	if (si->si_code == SI_KERNEL && trap != X86_TRAP_GP && trap != X86_TRAP_SS &&
+	    sp >= base - XF_GUARD_SIZE && sp < base + xf__rt.frame_reserve)
 		return NO_ROOM_FOR_SIGNAL_FRAME;
 	return NOT_OURS;
+}
+
+/* The handler runs with the preemption signal blocked (see the install);
+ * whoever had SIGSEGV before gets it as the faulting code had it - a
+ * handler that longjmps out would otherwise leave it blocked for good. */
+static void restore_preempt_signal(const ucontext_t *uc)
+{
+	sigset_t set;
+
+	if (sigismember(&uc->uc_sigmask, XF_PREEMPT_SIGNAL))
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, XF_PREEMPT_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
 static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, void *uc)
@@ -251,6 +271,7 @@ static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, voi
 		abort();
 	}
 	/* Not ours: hand it to whoever had SIGSEGV before, or die of it. */
+	restore_preempt_signal(uc);
 	if (stacks.old_segv.sa_flags & SA_SIGINFO && stacks.old_segv.sa_sigaction) {
 		stacks.old_segv.sa_sigaction(sig, si, uc);
 		return;

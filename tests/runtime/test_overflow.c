@@ -5,8 +5,16 @@
  *
  *   guard   user frames run into the guard below the stack;
  *   frame   the kernel finds no room for a signal frame: the fiber's frames
- *           reach deeper and deeper, and at each depth it sends itself the
- *           preemption signal, until one frame does not fit;
+ *           reach deeper and deeper, and at each depth it sends itself a
+ *           signal whose handler uses no stack of its own, until the
+ *           kernel's frame does not fit;
+ *   gp      a general-protection fault at that same depth is not a stack
+ *           overflow, though it too comes as SI_KERNEL without an address:
+ *           the child dies of SIGSEGV as it would without xfiber;
+ *   forward a fault that is not an overflow goes to the handler installed
+ *           before xfiber's, as the faulting code had the preemption signal
+ *           (unblocked): a handler that longjmps out must not leave it
+ *           blocked for good;
  *   flood   another thread sends the preemption signal faster than it can
  *           be handled, which nests handler frames (SA_NODEFER) until they
  *           do not fit - and keeps sending while the report runs.  On a
@@ -15,8 +23,11 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -26,16 +37,29 @@
 #include "xfiber.h"
 
 static volatile int depth_limit = 1 << 30; /* guard: never reached, the stack ends first */
-static volatile bool signal_at_bottom;
+static volatile int bottom_action;	   /* at depth_limit: */
+enum { RETURN, SIGNAL_SELF, GP_FAULT };
 
-static int recurse(volatile char *prev, int depth)
+/* Handlers' own frames would decide between a guard hit and no room for
+ * the kernel's frame: this one has none. */
+__attribute__((naked)) static void handler_without_frame(int sig)
+{
+	(void)sig;
+	__asm__("ret");
+}
+
+/* One 1 KiB frame per level; never inlined or cloned, or the levels would
+ * merge into bigger steps. */
+static __attribute__((noinline, noclone)) int recurse(volatile char *prev, int depth)
 {
 	volatile char frame[1024];
 
 	frame[0] = prev ? prev[0] + 1 : 0;
 	if (depth >= depth_limit) {
-		if (signal_at_bottom)
-			syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGURG);
+		if (bottom_action == SIGNAL_SELF)
+			syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR1);
+		else if (bottom_action == GP_FAULT) /* a non-canonical address */
+			return *(volatile char *)0x8000000000000000ull;
 		return frame[0];
 	}
 	return recurse(frame, depth + 1) + frame[1];
@@ -47,13 +71,24 @@ static void *overflow(void *arg)
 	return (void *)(intptr_t)recurse(NULL, 0);
 }
 
+/* Says each depth before it signals at it: the last one said is where the
+ * kernel's frame did not fit. */
 static void *deeper_each_time(void *arg)
 {
 	(void)arg;
-	signal_at_bottom = true;
-	for (depth_limit = 0; depth_limit < 1 << 20; depth_limit++)
+	bottom_action = SIGNAL_SELF;
+	for (depth_limit = 0; depth_limit < 1 << 20; depth_limit++) {
+		fprintf(stderr, "depth %d\n", depth_limit);
 		recurse(NULL, 0);
+	}
 	return NULL;
+}
+
+static void *gp_fault_at_depth(void *arg)
+{
+	(void)arg;
+	bottom_action = GP_FAULT;
+	return (void *)(intptr_t)recurse(NULL, 0);
 }
 
 static void run_one_fiber(void *(*fn)(void *))
@@ -73,7 +108,41 @@ static void child_guard(void)
 
 static void child_frame(void)
 {
+	struct sigaction sa = {.sa_handler = handler_without_frame};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
 	run_one_fiber(deeper_each_time);
+}
+
+static void child_gp(void)
+{
+	run_one_fiber(gp_fault_at_depth);
+}
+
+static jmp_buf recovered;
+static volatile int *volatile nowhere = (volatile int *)8;
+
+static void recovering_handler(int sig)
+{
+	(void)sig;
+	longjmp(recovered, 1); /* not siglongjmp: the mask stays as the handler had it */
+}
+
+static void child_forward(void)
+{
+	sigset_t mask;
+
+	signal(SIGSEGV, recovering_handler);
+	xf_init(&(xf_config){.workers = 1, .cooperative = true});
+	if (!setjmp(recovered))
+		(void)*nowhere; /* a fault no fiber stack explains */
+	pthread_sigmask(SIG_SETMASK, NULL, &mask);
+	if (sigismember(&mask, SIGURG)) {
+		fprintf(stderr, "SIGURG blocked after the previous handler recovered\n");
+		_exit(3);
+	}
+	xf_shutdown();
 }
 
 static pid_t worker_tid;
@@ -120,12 +189,22 @@ static bool reported(int status, const char *out, const char *fiber, const char 
 	       strstr(out, fiber ? fiber : " overflowed its stack") && (!why || strstr(out, why));
 }
 
+/* The last "depth N" a frame child said. */
+static int last_depth(const char *out)
+{
+	const char *p, *last = NULL;
+
+	for (p = strstr(out, "depth "); p; p = strstr(p + 1, "depth "))
+		last = p;
+	return last ? atoi(last + 6) : -1;
+}
+
 int main(void)
 {
 	static const char no_room[] = "no room left for a signal frame";
 	static const char fiber2[] = "fiber 2 overflowed its stack";
-	char out[1024];
-	int status;
+	char out[8192];
+	int status, depth;
 
 	status = xf_test_run_child(child_guard, out, sizeof(out));
 	if (!reported(status, out, fiber2, NULL) || strstr(out, no_room))
@@ -134,10 +213,24 @@ int main(void)
 	printf("guard: %s", out);
 
 	status = xf_test_run_child(child_frame, out, sizeof(out));
-	if (!reported(status, out, fiber2, no_room))
+	depth = last_depth(out);
+	if (!reported(status, out, fiber2, no_room) || depth < 0)
 		xf_test_fail("frame: no report of the signal frame (status 0x%x); stderr was: %s",
 			     status, out);
-	printf("frame: %s", out);
+	printf("frame, at depth %d: %s", depth, strstr(out, "xfiber:"));
+
+	depth_limit = depth;
+	status = xf_test_run_child(child_gp, out, sizeof(out));
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSEGV || strstr(out, "overflowed"))
+		xf_test_fail("gp: a general-protection fault at depth %d was not left to kill the "
+			     "child (status 0x%x); stderr was: %s",
+			     depth, status, out);
+	printf("gp, at depth %d: died of SIGSEGV, no report\n", depth);
+
+	status = xf_test_run_child(child_forward, out, sizeof(out));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		xf_test_fail("forward: status 0x%x; stderr was: %s", status, out);
+	printf("forward: the previous handler recovered, SIGURG unblocked\n");
 
 	status = xf_test_run_child(child_flood, out, sizeof(out));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
