@@ -204,7 +204,8 @@ static void say(const char *s, char *buf, size_t *len)
  * handler is SA_NODEFER, so each delivery nests a frame below the last.  A
  * general-protection or stack-segment fault also comes as SI_KERNEL with no
  * address, and user frames may reach into that last stretch: those say so
- * in their trap number, which a failed frame push leaves as it was. */
+ * in their trap number, which a failed frame push leaves as it was (so
+ * after a recovered GP fault a no-room fault dies unreported, as before). */
 #define X86_TRAP_SS 12
 #define X86_TRAP_GP 13
 enum overflow { NOT_OURS, GUARD_HIT, NO_ROOM_FOR_SIGNAL_FRAME };
