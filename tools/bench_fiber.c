@@ -614,7 +614,7 @@ static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 {
 	struct xf__regs *r = xf_bench_regs_new(0x519 + p->state);
 	double ns[SIGNAL_ROUNDS], bare[SIGNAL_ROUNDS], ratio[SIGNAL_ROUNDS];
-	double info[SIGNAL_ROUNDS], info_ratio[SIGNAL_ROUNDS], m, b, x, lo, hi;
+	double info[SIGNAL_ROUNDS], info_ratio[SIGNAL_ROUNDS], m, b, x, lo, hi, ib, ix;
 	struct fb_runtime rt;
 	struct xf_fb_pair pp;
 	int err;
@@ -652,19 +652,20 @@ static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	x = xf_median(ratio, SIGNAL_ROUNDS);
 	lo = xf_quantile(ratio, SIGNAL_ROUNDS, 0.25);
 	hi = xf_quantile(ratio, SIGNAL_ROUNDS, 0.75);
+	ib = xf_median(info, SIGNAL_ROUNDS);
+	ix = xf_median(info_ratio, SIGNAL_ROUNDS);
 	s->value = m;
 	s->elapsed_ns = m * (double)iters;
 	snprintf(s->note, sizeof(s->note),
 		 "%.3fx (quartiles %.3f-%.3f) the bare signal round trip (%.0f ns), %d interleaved "
 		 "pairs; %.3fx one through an SA_SIGINFO handler (%.0f ns)",
-		 x, lo, hi, b, SIGNAL_ROUNDS, xf_median(info_ratio, SIGNAL_ROUNDS),
-		 xf_median(info, SIGNAL_ROUNDS));
+		 x, lo, hi, b, SIGNAL_ROUNDS, ix, ib);
 	xf_bench_sample_extra(s, "bare_ns", b);
 	xf_bench_sample_extra(s, "x_bare", x);
 	xf_bench_sample_extra(s, "x_bare_q1", lo);
 	xf_bench_sample_extra(s, "x_bare_q3", hi);
-	xf_bench_sample_extra(s, "siginfo_ns", xf_median(info, SIGNAL_ROUNDS));
-	xf_bench_sample_extra(s, "x_siginfo", xf_median(info_ratio, SIGNAL_ROUNDS));
+	xf_bench_sample_extra(s, "siginfo_ns", ib);
+	xf_bench_sample_extra(s, "x_siginfo", ix);
 	return 0;
 }
 

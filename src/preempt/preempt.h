@@ -101,6 +101,7 @@ struct xf__worker;
 int xf__preempt_install(void); /* handlers, unsafe text ranges; once per xf_init */
 void xf__preempt_uninstall(void);
 void xf__preempt_worker_enter(struct xf__worker *w); /* on the worker's thread */
+void xf__preempt_signal_unblock(void); /* for this thread */
 
 /* ticker.c */
 int xf__ticker_start(void);

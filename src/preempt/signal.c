@@ -353,6 +353,16 @@ static void sigill_handler(int sig, siginfo_t *si, void *ucv)
 	signal(SIGILL, old_sigill.sa_handler == SIG_IGN ? SIG_DFL : old_sigill.sa_handler);
 }
 
+/* Async-signal-safe: the overflow report calls it from its handler. */
+void xf__preempt_signal_unblock(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, XF_PREEMPT_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
 int xf__preempt_install(void)
 {
 	struct sigaction sa = {.sa_sigaction = preempt_handler,
@@ -372,9 +382,7 @@ int xf__preempt_install(void)
 	if (sigaction(XF_PREEMPT_SIGNAL, &sa, &old_preempt) || sigaction(SIGILL, &ill, &old_sigill))
 		return errno;
 	/* Workers inherit this thread's mask, less the preemption signal. */
-	sigemptyset(&set);
-	sigaddset(&set, XF_PREEMPT_SIGNAL);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	xf__preempt_signal_unblock();
 	pthread_sigmask(SIG_SETMASK, NULL, &set);
 	memcpy(&mask, &set, sizeof(mask));
 	xf__rt.base_sigmask = mask;

@@ -233,13 +233,8 @@ static enum overflow overflow_kind(const struct xf_fiber *f, const siginfo_t *si
  * handler that longjmps out would otherwise leave it blocked for good. */
 static void restore_preempt_signal(const ucontext_t *uc)
 {
-	sigset_t set;
-
-	if (sigismember(&uc->uc_sigmask, XF_PREEMPT_SIGNAL))
-		return;
-	sigemptyset(&set);
-	sigaddset(&set, XF_PREEMPT_SIGNAL);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	if (!sigismember(&uc->uc_sigmask, XF_PREEMPT_SIGNAL))
+		xf__preempt_signal_unblock();
 }
 
 static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, void *uc)
