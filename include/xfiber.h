@@ -403,6 +403,8 @@ typedef struct xf_worker_stats {
 					 * preemption frames, per each frame's XSTATE_BV */
 	uint64_t preemption_ticks_stale; /* ticks dropped: aimed at a fiber that had
 					  * switched out before they arrived */
+	uint64_t preemptions_waiting;	 /* preemptions of a fiber waiting in the kernel inside
+					  * a pthread, C11 or C++ synchronisation call */
 } xf_worker_stats;
 
 typedef struct xf_stats {

@@ -31,6 +31,7 @@
 #include "bench_ctx.h"
 #include "bench_fiber.h"
 #include "bench_state.h"
+#include "preempt/preempt.h"
 #include "tsc.h"
 
 #define MIN_STACK  (64 * 1024)
@@ -152,15 +153,27 @@ static double minimal_switch_ns(uint64_t n, bool two_sites)
 	return ns;
 }
 
+/* What every self-signal of these rows carries: a forced preemption tick,
+ * SI_QUEUE with the runtime's tag (preempt/preempt.h), which the bare
+ * signals it is compared with carry too. */
+static siginfo_t forced_tick;
+
 static void pair_init(struct xf_fb_pair *pp, const struct xf_bench_params *p, struct xf__regs *r,
 		      uint64_t n)
 {
+	memset(&forced_tick, 0, sizeof(forced_tick));
+	forced_tick.si_signo = SIGURG;
+	forced_tick.si_code = SI_QUEUE;
+	forced_tick.si_pid = getpid();
+	forced_tick.si_uid = getuid();
+	forced_tick.si_value.sival_ptr = (void *)(uintptr_t)(XF_TICK_TAG | XF_TICK_FORCED);
 	*pp = (struct xf_fb_pair){.regs = r,
 				  .classes = xf_bench_state_classes(p->state),
 				  .n = n,
 				  .pid = getpid(),
 				  .tid = (int)syscall(SYS_gettid),
-				  .sig = SIGURG};
+				  .sig = SIGURG,
+				  .siginfo = &forced_tick};
 }
 
 /* Starts the runtime pinned as p says, runs `warm` round trips of a kind

@@ -25,6 +25,7 @@ struct xf_fb_pair {
 	xf_chan *ping, *pong; /* channel rows */
 	int pid, tid;	      /* the worker's thread, for self-signals */
 	int sig;
+	const void *siginfo; /* what each self-signal carries (rt_tgsigqueueinfo) */
 };
 
 /* Partner fibers (xf_spawn them with the pair as argument). */
@@ -37,8 +38,8 @@ void *xf_fb_signal_partner(void *pair);
 /* The first fiber's side of each ping-pong; TSC ticks. */
 uint64_t xf_fb_yield_loop(struct xf_fb_pair *pp);
 uint64_t xf_fb_chan_loop(struct xf_fb_pair *pp);
-/* n self-signals (raw tgkill, so the interrupted instruction is ours, not
- * libc's), dirtying before each. */
+/* n self-signals (raw rt_tgsigqueueinfo carrying pp->siginfo, so the
+ * interrupted instruction is ours, not libc's), dirtying before each. */
 uint64_t xf_fb_signal_loop(struct xf_fb_pair *pp);
 
 struct xf_bench_params;

@@ -319,9 +319,16 @@ END_FUNCTION xf_yield
  * Entered by the ret of the first switch into a new fiber, with r12 = the
  * argument given to xf__context_make and rax:rdx = what the switch hands
  * over, at preemption nesting 1.  Never returns.
+ *
+ * Its frame is the bottom of the fiber's stack and has a personality
+ * routine (sched/cxx.c): an exception that nothing in the fiber catches is
+ * reported there, naming the fiber, before std::terminate.  Encoding 0x9b
+ * (indirect, pc-relative, signed 4 bytes) through DW.ref, as gcc emits
+ * __gxx_personality_v0, so that the reference needs no text relocation.
  */
 	.text
 FUNCTION xf__fiber_start
+	.cfi_personality 0x9b, DW.ref.xf__fiber_personality
 	.cfi_undefined rip			/* outermost frame: unwinders stop here */
 	xorl	%ebp, %ebp			/* end of the frame-pointer chain */
 	movq	%r12, %rdi			/* xf__fiber_main(arg, worker, tagged prev) */
@@ -330,5 +337,14 @@ FUNCTION xf__fiber_start
 	call	xf__fiber_main
 	ud2					/* xf__fiber_main never returns */
 END_FUNCTION xf__fiber_start
+
+	.hidden	DW.ref.xf__fiber_personality
+	.weak	DW.ref.xf__fiber_personality
+	.section .data.rel.local.DW.ref.xf__fiber_personality, "awG", @progbits, DW.ref.xf__fiber_personality, comdat
+	.align	8
+	.type	DW.ref.xf__fiber_personality, @object
+	.size	DW.ref.xf__fiber_personality, 8
+DW.ref.xf__fiber_personality:
+	.quad	xf__fiber_personality		/* the personality's address, for the CIE */
 
 	.section .note.GNU-stack,"",%progbits

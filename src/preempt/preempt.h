@@ -28,7 +28,9 @@
 
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define XF_PREEMPT_NOT_PENDING 0x80000000u
 #define XF_PREEMPT_NESTING     0x7fffffffu
@@ -87,25 +89,65 @@ static inline void xf__preempt_word_set(uint32_t v)
 /* The signal that carries preemption. */
 #define XF_PREEMPT_SIGNAL SIGURG
 
-/* What an aimed tick carries (SI_QUEUE's value): the switch count the ticker
- * saw on the worker, plus one so that no tick carries 0.  The ticker sends
- * it, the handler compares it with the worker's count now. */
-static inline void *xf__tick_mark(uint64_t switches)
+/* What a tick carries (SI_QUEUE's value): a tag saying the runtime sent it,
+ * and either the switch count the ticker saw on the worker - an aimed tick,
+ * which the handler drops if the worker has switched since - or
+ * XF_TICK_FORCED: take it whatever the count (tests, benchmarks).  A SIGURG
+ * without the tag is the application's (preempt/sigaction.c). */
+#define XF_TICK_TAG	 0x7866000000000000ull /* "xf" */
+#define XF_TICK_TAG_MASK 0xffff000000000000ull
+#define XF_TICK_FORCED	 0x0000800000000000ull
+#define XF_TICK_COUNT	 0x00007fffffffffffull
+
+static inline uint64_t xf__tick_aimed(uint64_t switches)
 {
-	return (void *)(uintptr_t)(switches + 1);
+	return XF_TICK_TAG | (switches & XF_TICK_COUNT);
 }
 
 struct xf__worker;
 
 /* signal.c */
-int xf__preempt_install(void); /* handlers, unsafe text ranges; once per xf_init */
+int xf__preempt_install(void); /* handlers, the safe-point table; once per xf_init */
 void xf__preempt_uninstall(void);
 void xf__preempt_worker_enter(struct xf__worker *w); /* on the worker's thread */
 void xf__preempt_signal_unblock(void); /* for this thread */
+/* The handler proper, entered through signal_entry_x86_64_sysv_elf_gas.S with
+ * the soft mask raised; word is the mask as the signal found it. */
+void xf__preempt_handler(int sig, siginfo_t *si, void *uc, uint32_t word);
+void xf__preempt_entry(int sig, siginfo_t *si, void *uc);
+
+/* safepoint.c: what the code at a pc may hold. */
+enum xf__code {
+	XF_CODE_SAFE,	 /* the program's own code: preemptible */
+	XF_CODE_UNSAFE,	 /* libc and the like, or marked by xf_preempt_unsafe_add() */
+	XF_CODE_UNKNOWN, /* in no object the table knows: deferred, the table rebuilt */
+};
+enum xf__code xf__safepoint_code(uintptr_t pc); /* async-signal-safe */
+int xf__safepoints_build(void);
+void xf__safepoints_refresh(uint64_t now_ns); /* the ticker: rebuild if stale or changed */
+void xf__safepoints_release(void);
+
+/* sigaction.c: the application's signal handlers, beside the runtime's. */
+/* Puts the runtime's handler for sig into the kernel, keeping the
+ * application's disposition as its view; 0 or an errno. */
+int xf__signal_take(int sig, void (*handler)(int, siginfo_t *, void *), int flags,
+		    const sigset_t *mask);
+void xf__signal_give_back(int sig); /* the application's disposition again */
+/* A taken signal that is not the runtime's own: what the application's
+ * disposition would have done with it. */
+void xf__signal_forward(int sig, siginfo_t *si, void *uc);
+void xf__signal_foreign(int sig, siginfo_t *si, void *uc); /* a SIGURG the runtime did not send */
+/* Whether the interrupted context uc runs inside an application handler. */
+bool xf__signal_in_app_handler(const void *uc);
+/* Application signals delivered to this thread so far. */
+uint64_t xf__signal_app_count(void);
 
 /* ticker.c */
 int xf__ticker_start(void);
 void xf__ticker_stop(void);
+/* Sends the preemption signal to thread tid carrying value (xf__tick_aimed,
+ * or XF_TICK_TAG | XF_TICK_FORCED). */
+int xf__tick_send(pid_t tid, uint64_t value);
 
 /* A fiber was queued: wake the ticker if it sleeps long, believing nothing
  * waits anywhere.  One relaxed load when it does not. */

@@ -50,9 +50,8 @@
  * apply.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -71,112 +70,13 @@ __thread uint32_t xf__preempt_word = XF_PREEMPT_NOT_PENDING;
 #define FP_XSTATE_MAGIC1 0x46505853u /* "FPXS": sw_reserved says an XSAVE image follows */
 #endif
 #define SW_RESERVED_OFFSET 464
-#define UNSAFE_MAX	   64
 
-static struct {
-	uintptr_t lo, hi;
-} unsafe[UNSAFE_MAX];
-static _Atomic unsigned unsafe_nr;
-static bool system_objects_added;
-static struct sigaction old_preempt, old_sigill;
+/* Polls of a waiting fiber's futex word that send it to the back of the run
+ * queue before it sleeps between polls instead, and that sleep's bounds. */
+#define WAIT_REQUEUE_POLLS 4
+#define WAIT_SLEEP_MIN_NS  (20 * 1000)
+#define WAIT_SLEEP_MAX_NS  (1000 * 1000)
 
-static bool rip_unsafe(uintptr_t rip)
-{
-	unsigned n = atomic_load_explicit(&unsafe_nr, memory_order_acquire);
-
-	for (unsigned i = 0; i < n; i++) {
-		if (rip >= unsafe[i].lo && rip < unsafe[i].hi)
-			return true;
-	}
-	return false;
-}
-
-static int add_range(uintptr_t lo, uintptr_t hi)
-{
-	unsigned n = atomic_load_explicit(&unsafe_nr, memory_order_relaxed);
-
-	for (unsigned i = 0; i < n; i++) {
-		if (unsafe[i].lo == lo && unsafe[i].hi == hi)
-			return 0;
-	}
-	if (n == UNSAFE_MAX)
-		return ENOSPC;
-	unsafe[n].lo = lo;
-	unsafe[n].hi = hi;
-	atomic_store_explicit(&unsafe_nr, n + 1, memory_order_release);
-	return 0;
-}
-
-static int add_object_text(struct dl_phdr_info *info)
-{
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		int err;
-
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-			continue;
-		err = add_range(info->dlpi_addr + ph->p_vaddr,
-				info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/* Objects that may hold locks another fiber on the same thread needs. */
-static int add_system_objects(struct dl_phdr_info *info, size_t size, void *data)
-{
-	/* libc, the loader, the unwinder, the C++ runtime, ourselves, the
-	 * sanitizer runtimes, whose allocators keep per-thread caches, and the
-	 * vDSO: its clock_gettime is called with locks held (ASan's allocator
-	 * reads the clock inside its size-class lock - found as a deadlock). */
-	static const char *const names[] = {
-	    "/libc.so",	     "/ld-linux",     "/libpthread.so", "/libgcc_s.so",
-	    "/libstdc++.so", "/libxfiber.so", "/libasan.so",	"/libubsan.so",
-	    "/libtsan.so",   "/liblsan.so",   "linux-vdso.so",
-	};
-	(void)size;
-	(void)data;
-	for (size_t i = 0; i < XF_ARRAY_SIZE(names); i++) {
-		if (info->dlpi_name && strstr(info->dlpi_name, names[i]))
-			return add_object_text(info);
-	}
-	return 0;
-}
-
-struct find_object {
-	uintptr_t addr;
-	int err;
-	bool found;
-};
-
-static int add_object_containing(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct find_object *q = data;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && q->addr >= lo && q->addr < lo + ph->p_memsz) {
-			q->found = true;
-			q->err = add_object_text(info);
-			return 1;
-		}
-	}
-	return 0;
-}
-
-int xf_preempt_unsafe_add(const void *addr)
-{
-	struct find_object q = {.addr = (uintptr_t)addr};
-
-	if (!addr)
-		return EINVAL;
-	dl_iterate_phdr(add_object_containing, &q);
-	return q.found ? q.err : EINVAL;
-}
 
 /* Extended-state bytes the kernel put in this frame, by its XSTATE_BV. */
 static uint64_t frame_xstate_bytes(const ucontext_t *uc)
@@ -211,85 +111,123 @@ static void check_frame(const struct xf_fiber *f, const ucontext_t *uc)
 }
 
 /* Code where a preemption signal never switches, whatever the soft mask
- * says, lies in the section xf_nopreempt_text: this handler's own code - a
- * second signal that lands in it before the disable or after the enable must
- * not switch, or the first frame would return on a worker it was not fixed
- * for - and the switch assembly, whose xf_yield fast path runs at nesting 0
- * between its run-queue update and the switch. */
-#define HANDLER_TEXT __attribute__((section("xf_nopreempt_text"), noinline))
+ * says, lies in the section xf_nopreempt_text: the switch assembly, whose
+ * xf_yield fast path runs at nesting 0 between its run-queue update and the
+ * switch, and the handler's own entry, before it raises the mask and after
+ * it lowers it again (signal_entry_x86_64_sysv_elf_gas.S). */
 extern const char __start_xf_nopreempt_text[], __stop_xf_nopreempt_text[];
 
-/* Inside the runtime: the soft mask is raised or the code is nopreempt. */
-static bool in_runtime(uint32_t word, uintptr_t rip)
+/* Where the signal found the fiber, and so what the handler may do. */
+enum where {
+	IN_RUNTIME, /* the soft mask raised, or xf_nopreempt_text: pending */
+	NESTED,	    /* inside another signal handler: pending, touch nothing */
+	UNSAFE,	    /* code that may hold a lock (safepoint.c): pending */
+	SAFE,	    /* the program's own code: switch */
+	WAITING,    /* waiting in the kernel inside a blocking call that holds no
+		     * lock (f->blocking): switch, and poll before resuming */
+};
+
+/* A fiber inside a blocking pthread or C++ call (XF_BLOCKING_AT_WAIT,
+ * sync/pthread.c) is switchable where it waits in the kernel: at a futex
+ * wait that the kernel rewound for restart (the pc on the `syscall`
+ * instruction, rax the call's number again - SA_RESTART), or right after a
+ * wait the signal cut short with EINTR (a timed wait: the kernel restarts
+ * those through restart_syscall, which only works on the same thread's
+ * next system call, and returns EINTR to a handler instead). */
+enum wait_kind { NOT_WAITING, WAIT_REWOUND, WAIT_CUT_SHORT };
+
+static enum wait_kind wait_kind(const ucontext_t *uc, uintptr_t pc)
 {
-	return (word & XF_PREEMPT_NESTING) || (rip >= (uintptr_t)__start_xf_nopreempt_text &&
-					       rip < (uintptr_t)__stop_xf_nopreempt_text);
+	const uint8_t *ip = (const uint8_t *)pc;
+	const greg_t *r = uc->uc_mcontext.gregs;
+
+	if (ip[0] == 0x0f && ip[1] == 0x05 && r[REG_RAX] == SYS_futex) {
+		unsigned cmd = (unsigned)r[REG_RSI] & FUTEX_CMD_MASK;
+
+		return cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET ? WAIT_REWOUND : NOT_WAITING;
+	}
+	/* ip[-2] is readable when it lies on the same page. */
+	if ((pc & 4095) >= 2 && ip[-2] == 0x0f && ip[-1] == 0x05 && r[REG_RAX] == -EINTR)
+		return WAIT_CUT_SHORT;
+	return NOT_WAITING;
 }
 
-/* Code that may hold a lock another fiber on this thread needs, or that is
- * inside some other signal handler. */
-static bool must_defer(const ucontext_t *uc, uintptr_t rip)
+/* A rewound futex wait that would sleep again: its word still holds the
+ * value it waits on.  The kernel read the word before it slept, and the
+ * waiter keeps it alive until the wait ends. */
+static bool wait_would_sleep(const ucontext_t *uc)
+{
+	const greg_t *r = uc->uc_mcontext.gregs;
+
+	return *(volatile const uint32_t *)r[REG_RDI] == (uint32_t)r[REG_RDX];
+}
+
+static enum where where(uint32_t word, const ucontext_t *uc, uintptr_t pc,
+			const struct xf_fiber *f)
 {
 	uint64_t mask;
 
-	if (rip_unsafe(rip))
-		return true;
+	if ((word & XF_PREEMPT_NESTING) ||
+	    (pc >= (uintptr_t)__start_xf_nopreempt_text && pc < (uintptr_t)__stop_xf_nopreempt_text))
+		return IN_RUNTIME;
+	/* Another handler runs: one of the application's (which may have
+	 * interrupted the runtime itself at nesting 0, in xf_yield's fast path),
+	 * or code under another signal mask than the workers'. */
 	memcpy(&mask, &uc->uc_sigmask, sizeof(mask));
-	return mask != xf__rt.base_sigmask;
+	if (mask != xf__rt.base_sigmask || xf__signal_in_app_handler(uc))
+		return NESTED;
+	if (xf__safepoint_code(pc) == XF_CODE_SAFE || f->blocking == XF_BLOCKING_SPIN)
+		return SAFE;
+	if (f->blocking == XF_BLOCKING_AT_WAIT && wait_kind(uc, pc) != NOT_WAITING)
+		return WAITING;
+	return UNSAFE;
+}
+
+/* A tick is the runtime's if it carries the tag, from this process; any
+ * other SIGURG belongs to the application. */
+static bool is_tick(const siginfo_t *si)
+{
+	return si->si_code == SI_QUEUE && si->si_pid == xf__rt.pid &&
+	       ((uint64_t)si->si_value.sival_ptr & XF_TICK_TAG_MASK) == XF_TICK_TAG;
 }
 
 /* A tick the ticker aimed at the fiber it saw running (ticker.c): stale if
  * this worker has switched since, for the fiber it would hit now began its
- * slice after the ticker looked.  Any other preemption signal - tgkill,
- * another process's - is taken as it comes. */
-static inline bool tick_is_stale(const struct xf__worker *w, const siginfo_t *si)
+ * slice after the ticker looked. */
+static bool tick_is_stale(const struct xf__worker *w, const siginfo_t *si)
 {
-	return si->si_code == SI_QUEUE && si->si_pid == xf__rt.pid &&
-	       si->si_value.sival_ptr != xf__tick_mark(w->stats.switches);
+	uint64_t v = (uint64_t)si->si_value.sival_ptr;
+
+	return !(v & XF_TICK_FORCED) && (v & XF_TICK_COUNT) != (w->stats.switches & XF_TICK_COUNT);
 }
 
-static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
+/* Blocks f, which waits in the kernel, for ns without letting it run: a
+ * timed wait nobody else ends.  At nesting 1, as the handler is. */
+static void sleep_waiting(struct xf__worker *w, struct xf_fiber *f, uint64_t ns)
 {
-	/* First the mask: from here on a nested preemption signal is deferred,
-	 * whatever this handler calls.  Only the instructions before and after
-	 * it are open, and they lie in this function's own section. */
-	const uint32_t word = xf__preempt_word_get();
-	ucontext_t *uc = ucv;
-	const uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	const bool inside = in_runtime(word, rip);
-	struct xf__worker *w, *preempted_on;
-	struct xf_fiber *f;
-	uint64_t switches;
-	int saved_errno;
-
+	(void)w;
+	atomic_store_explicit(&f->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+	f->wait_timed = true;
+	xf__wait_block(f, ns, NULL); /* returns at nesting 0 */
 	xf__preempt_disable();
-	(void)sig;
-	w = xf__this_worker();
-	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
-		goto out; /* a worker between fibers: nothing to preempt */
-	if (tick_is_stale(w, si)) {
-		XF_STAT_INC(w, preemption_ticks_stale, 1);
-		goto out;
-	}
-	saved_errno = *w->errno_ptr;
-	if (inside || must_defer(uc, rip)) {
-		/* Pending: taken at the enable that ends the critical section, or
-		 * by the ticker's next signal. */
-		xf__preempt_word_set(xf__preempt_word_get() & ~XF_PREEMPT_NOT_PENDING);
-		XF_STAT_INC(w, preemptions_deferred, 1);
-		/* Not inside the runtime, which may be in the middle of the run
-		 * queue: hand queued work to idle workers even though this fiber
-		 * cannot switch. */
-		if (!inside)
-			xf__runq_poll(w);
-		goto restore_errno;
-	}
-	f = w->current;
-	switches = w->stats.switches;
+}
+
+/* Switches f out from its signal frame, and - if it waits in the kernel on
+ * a futex word that has not changed - keeps it out while other fibers can
+ * run: resuming it would only put the worker to sleep in the kernel again.
+ * It goes to the back of the queue a few times, then sleeps between polls.
+ * Preempted, it resumes here on this worker (no migration, see above). */
+static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *uc,
+		    enum wait_kind waiting)
+{
+	struct xf__worker *preempted_on = w;
+	uint64_t switches = w->stats.switches, sleep_ns = WAIT_SLEEP_MIN_NS;
+	unsigned polls = 0;
+
 	f->preempted = true;
-	preempted_on = w;
+	xf__cxx_once_save(w, f);
 	xf__schedule(w, XF_PREV_REQUEUE);
-	w = xf__this_worker(); /* perhaps another worker now */
+	w = xf__this_worker();
 	if (w == preempted_on && w->stats.switches == switches) {
 		XF_STAT_INC(w, preemption_ticks_idle, 1); /* nothing else to run */
 	} else {
@@ -297,16 +235,72 @@ static HANDLER_TEXT void preempt_handler(int sig, siginfo_t *si, void *ucv)
 		XF_STAT_INC(w, preemptions, 1);
 		XF_STAT_INC(w, state_copies_avoided, 1);
 		XF_STAT_INC(w, frame_xstate_bytes, frame_xstate_bytes(uc));
+		if (waiting != NOT_WAITING)
+			XF_STAT_INC(w, preemptions_waiting, 1);
 		/* Never elsewhere (see above); counted so a test can prove it. */
 		if (w != preempted_on)
 			XF_STAT_INC(w, preempted_migrations, 1);
 		XF_WARN_ON(w != preempted_on);
 	}
+	while (waiting == WAIT_REWOUND && w->runq.head && wait_would_sleep(uc)) {
+		if (polls++ < WAIT_REQUEUE_POLLS) {
+			xf__schedule(w, XF_PREV_REQUEUE);
+		} else {
+			sleep_waiting(w, f, sleep_ns);
+			if (sleep_ns < WAIT_SLEEP_MAX_NS)
+				sleep_ns *= 2;
+		}
+		w = xf__this_worker();
+		XF_WARN_ON(w != preempted_on);
+	}
+	xf__cxx_once_restore(w, f);
 	f->preempted = false;
-restore_errno:
+}
+
+void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
+{
+	ucontext_t *uc = ucv;
+	const uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	struct xf__worker *w = xf__this_worker();
+	struct xf_fiber *f;
+	int saved_errno;
+
+	if (!is_tick(si)) {
+		xf__signal_foreign(sig, si, ucv);
+		return;
+	}
+	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
+		return; /* a worker between fibers: nothing to preempt */
+	if (tick_is_stale(w, si)) {
+		XF_STAT_INC(w, preemption_ticks_stale, 1);
+		return;
+	}
+	f = w->current;
+	f->preempt_signals++;
+	saved_errno = *w->errno_ptr;
+	switch (where(word, uc, pc, f)) {
+	case UNSAFE:
+		/* Not inside the runtime, which may be in the middle of the run
+		 * queue, nor inside another handler, which may have interrupted
+		 * it: hand queued work to idle workers even though this fiber
+		 * cannot switch. */
+		xf__runq_poll(w);
+		/* fallthrough */
+	case IN_RUNTIME:
+	case NESTED:
+		/* Pending: taken at the enable that ends the critical section, or
+		 * by the ticker's next signal. */
+		xf__preempt_word_set(xf__preempt_word_get() & ~XF_PREEMPT_NOT_PENDING);
+		XF_STAT_INC(w, preemptions_deferred, 1);
+		break;
+	case SAFE:
+		preempt(w, f, uc, NOT_WAITING);
+		break;
+	case WAITING:
+		preempt(w, f, uc, wait_kind(uc, pc));
+		break;
+	}
 	*w->errno_ptr = saved_errno;
-out:
-	xf__preempt_enable_no_resched();
 }
 
 /* --- AMX without permission: name the fiber, say what to set --- */
@@ -345,12 +339,8 @@ static void sigill_handler(int sig, siginfo_t *si, void *ucv)
 		else
 			say(" used an AMX instruction, but this CPU or kernel has no AMX\n");
 	}
-	/* Die of SIGILL as before, or let the previous handler have it. */
-	if (old_sigill.sa_flags & SA_SIGINFO && old_sigill.sa_sigaction) {
-		old_sigill.sa_sigaction(sig, si, ucv);
-		return;
-	}
-	signal(SIGILL, old_sigill.sa_handler == SIG_IGN ? SIG_DFL : old_sigill.sa_handler);
+	/* Die of SIGILL as before, or let the application's handler have it. */
+	xf__signal_forward(sig, si, ucv);
 }
 
 /* Async-signal-safe: the overflow report calls it from its handler. */
@@ -365,22 +355,23 @@ void xf__preempt_signal_unblock(void)
 
 int xf__preempt_install(void)
 {
-	struct sigaction sa = {.sa_sigaction = preempt_handler,
-			       .sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER};
-	struct sigaction ill = {.sa_sigaction = sigill_handler,
-				.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER};
 	sigset_t set;
 	uint64_t mask;
+	int err = xf__safepoints_build();
 
-	/* Once per process, whatever xf_preempt_unsafe_add() marked before. */
-	if (!system_objects_added) {
-		dl_iterate_phdr(add_system_objects, NULL);
-		system_objects_added = true;
+	if (err)
+		return err;
+	sigemptyset(&set);
+	err = xf__signal_take(XF_PREEMPT_SIGNAL, xf__preempt_entry, SA_RESTART | SA_NODEFER, &set);
+	if (!err) {
+		err = xf__signal_take(SIGILL, sigill_handler, SA_NODEFER, &set);
+		if (err)
+			xf__signal_give_back(XF_PREEMPT_SIGNAL);
 	}
-	sigemptyset(&sa.sa_mask);
-	sigemptyset(&ill.sa_mask);
-	if (sigaction(XF_PREEMPT_SIGNAL, &sa, &old_preempt) || sigaction(SIGILL, &ill, &old_sigill))
-		return errno;
+	if (err) {
+		xf__safepoints_release();
+		return err;
+	}
 	/* Workers inherit this thread's mask, less the preemption signal. */
 	xf__preempt_signal_unblock();
 	pthread_sigmask(SIG_SETMASK, NULL, &set);
@@ -391,8 +382,9 @@ int xf__preempt_install(void)
 
 void xf__preempt_uninstall(void)
 {
-	sigaction(XF_PREEMPT_SIGNAL, &old_preempt, NULL);
-	sigaction(SIGILL, &old_sigill, NULL);
+	xf__signal_give_back(XF_PREEMPT_SIGNAL);
+	xf__signal_give_back(SIGILL);
+	xf__safepoints_release();
 }
 
 void xf__preempt_worker_enter(struct xf__worker *w)

@@ -15,9 +15,10 @@
 	X(preempted_migrations)                                                                    \
 	X(tiles_released)                                                                          \
 	X(frame_xstate_bytes)                                                                      \
-	X(preemption_ticks_stale)
+	X(preemption_ticks_stale)                                                                  \
+	X(preemptions_waiting)
 
-_Static_assert(sizeof(xf_worker_stats) == 11 * sizeof(uint64_t),
+_Static_assert(sizeof(xf_worker_stats) == 12 * sizeof(uint64_t),
 	       "a counter added to xf_worker_stats must be added to FIELDS too");
 
 int xf_stats_get(xf_stats *out)

@@ -61,19 +61,20 @@ static struct {
 
 _Atomic int xf__ticker_sleeping_long;
 
-/* rt_tgsigqueueinfo rather than tgkill: SI_QUEUE carries a value, the
- * switch count seen (xf__tick_mark). */
-static void send_tick(pid_t pid, uid_t uid, pid_t tid, uint64_t switches)
+/* rt_tgsigqueueinfo rather than tgkill: SI_QUEUE carries a value, the tag
+ * that tells a tick from the application's SIGURG and the switch count seen
+ * (xf__tick_aimed). */
+int xf__tick_send(pid_t tid, uint64_t value)
 {
 	siginfo_t si;
 
 	memset(&si, 0, sizeof(si));
 	si.si_signo = XF_PREEMPT_SIGNAL;
 	si.si_code = SI_QUEUE;
-	si.si_pid = pid;
-	si.si_uid = uid;
-	si.si_value.sival_ptr = xf__tick_mark(switches);
-	syscall(SYS_rt_tgsigqueueinfo, pid, tid, XF_PREEMPT_SIGNAL, &si);
+	si.si_pid = xf__rt.pid;
+	si.si_uid = getuid();
+	si.si_value.sival_ptr = (void *)value;
+	return syscall(SYS_rt_tgsigqueueinfo, xf__rt.pid, tid, XF_PREEMPT_SIGNAL, &si) ? errno : 0;
 }
 
 static bool wants_cpu(struct xf__worker *w, uint64_t now)
@@ -90,7 +91,7 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 
 /* Looks at every worker once; returns whether any has something waiting
  * to run (so that preemption may become necessary). */
-static bool tick(uint64_t now, uint64_t slice_ns, pid_t pid, uid_t uid)
+static bool tick(uint64_t now, uint64_t slice_ns)
 {
 	bool waiting = false;
 
@@ -103,8 +104,8 @@ static bool tick(uint64_t now, uint64_t slice_ns, pid_t pid, uid_t uid)
 		    wants_cpu(w, now) || atomic_load_explicit(&w->timers_nr, memory_order_relaxed);
 
 		waiting |= wants;
-		/* cur is only compared, never dereferenced: it may be finishing
-		 * on its worker right now. */
+		/* cur may be finishing on its worker right now: compared, and
+		 * read below only for a hint. */
 		if (switches != w->tick_switches || !cur || cur == w->idle) {
 			w->tick_switches = switches;
 			w->tick_since_ns = now;
@@ -112,9 +113,17 @@ static bool tick(uint64_t now, uint64_t slice_ns, pid_t pid, uid_t uid)
 		}
 		pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_RELAXED);
 
-		if (now - w->tick_since_ns < slice_ns || !tid || !wants_cpu(w, now))
+		/* A fiber waiting in the kernel inside a blocking C library
+		 * call keeps the worker from its other fibers without using it:
+		 * no need to wait for its slice to end (sync/pthread.c).  cur
+		 * is never freed while the runtime runs; a stale read only
+		 * sends one signal early or late. */
+		bool blocked = __atomic_load_n(&cur->blocking, __ATOMIC_RELAXED) ==
+			       XF_BLOCKING_AT_WAIT;
+
+		if ((!blocked && now - w->tick_since_ns < slice_ns) || !tid || !wants_cpu(w, now))
 			continue;
-		send_tick(pid, uid, tid, switches);
+		xf__tick_send(tid, xf__tick_aimed(switches));
 	}
 	return waiting;
 }
@@ -144,8 +153,6 @@ static void balance(void)
 static void *ticker_main(void *arg)
 {
 	const uint64_t slice_ns = (uint64_t)xf__rt.slice_us * 1000u;
-	const pid_t pid = xf__rt.pid;
-	const uid_t uid = getuid();
 	sigset_t all;
 	unsigned quiet_ticks = 0; /* ticks in a row that found nothing waiting */
 
@@ -162,14 +169,16 @@ static void *ticker_main(void *arg)
 		/* Announce the long sleep before the last look, so that a fiber
 		 * queued from now on pokes us (xf__ticker_poke). */
 		atomic_store(&xf__ticker_sleeping_long, sleep_long);
-		if (sleep_long && tick(xf__now_ns(), slice_ns, pid, uid))
+		if (sleep_long && tick(xf__now_ns(), slice_ns))
 			ts = (struct timespec){0, (long)(slice_ns / 2)};
 		syscall(SYS_futex, &ticker.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 		atomic_store(&xf__ticker_sleeping_long, 0);
 		balance();
 		if (atomic_load(&ticker.wake) != seen)
 			quiet_ticks = 0; /* poked: something was queued */
-		quiet_ticks = tick(xf__now_ns(), slice_ns, pid, uid) ? 0 : quiet_ticks + 1;
+		quiet_ticks = tick(xf__now_ns(), slice_ns) ? 0 : quiet_ticks + 1;
+		/* Objects loaded since the last look get their verdicts. */
+		xf__safepoints_refresh(xf__now_ns());
 	}
 	return NULL;
 }

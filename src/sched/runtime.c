@@ -71,6 +71,7 @@ static void *worker_thread(void *arg)
 	 * unexplained, but it still dies: go on. */
 	xf__overflow_handler_install(w);
 	xf__preempt_worker_enter(w);
+	xf__cxx_once_locate(w);
 	xf__worker_run(w); /* until the runtime stops */
 	xf__overflow_handler_remove(w);
 	xf__tls_worker = NULL;
@@ -103,6 +104,10 @@ static size_t frame_reserve(void)
 
 static void release_workers(unsigned started)
 {
+	/* This thread is no worker from here on: what follows calls into
+	 * libc (pthread_mutex_lock), which libxfiber interposes, and must not
+	 * find a freed worker there. */
+	xf__tls_worker = NULL;
 	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
 		struct xf__worker *w = &xf__rt.workers[i];
 
@@ -114,7 +119,6 @@ static void release_workers(unsigned started)
 	xf__rt.workers = NULL;
 	xf__stacks_release();
 	xf__fiber_arena_release();
-	xf__tls_worker = NULL;
 }
 
 static int start(const xf_config *cfg)
@@ -172,6 +176,8 @@ static int start(const xf_config *cfg)
 	if (err)
 		goto fail;
 	xf__preempt_worker_enter(w0);
+	xf__cxx_once_locate(w0);
+	xf__cxx_check();
 
 	/* Workers 1..n-1 get their scheduler contexts before any thread runs,
 	 * so none can see a half-made neighbour. */
@@ -229,6 +235,9 @@ int xf_init(const xf_config *cfg)
 		if (err)
 			return err;
 	}
+	xf__pthread_interpose_resolve();
+	xf__sleep_interpose_resolve();
+	xf__poll_interpose_resolve();
 	pthread_mutex_lock(&lifecycle);
 	if (atomic_load(&xf__rt.running) || xf__this_worker())
 		err = EBUSY;

@@ -75,6 +75,8 @@ struct xf__stack {
 	void *region; /* the slab this stack came from, for unmapping */
 };
 
+#define XF_OWNED_LOCKS_MAX 8 /* thread-owned locks a fiber can tell it holds */
+
 #define XF_STACK_CACHE 64	   /* stacks a worker keeps for reuse */
 #define XF_GUARD_SIZE  (64 * 1024) /* below each stack; costs address space only */
 
@@ -82,6 +84,13 @@ struct xf__timer {
 	uint64_t deadline_ns;	 /* CLOCK_MONOTONIC */
 	struct xf__worker *heap; /* the worker whose heap holds it, or NULL */
 	unsigned index;		 /* position in that heap */
+};
+
+/* The Itanium C++ ABI's __cxa_eh_globals: the exceptions a context is
+ * handling (sched/cxx.c). */
+struct xf__cxa_eh_globals {
+	void *caught_exceptions; /* the stack of caught exceptions, innermost first */
+	unsigned int uncaught_exceptions;
 };
 
 struct xf_fiber {
@@ -116,6 +125,15 @@ struct xf_fiber {
 
 	void **specific; /* fiber-local values, XF_KEYS_MAX of them, allocated lazily */
 	bool preempted;	 /* switched out by a preemption signal: state in its frame */
+	uint8_t blocking; /* enum xf__blocking: inside a blocking C library call */
+	uint32_t preempt_signals; /* the runtime's signals that reached it (sleep.c) */
+	void (*once_init)(void);  /* the routine of its pthread_once call (sync/pthread.c) */
+	uint8_t owned_nr;	  /* locks its thread owns that it holds: */
+	const void *owned[XF_OWNED_LOCKS_MAX]; /* which (sync/pthread.c) */
+
+	/* The C++ runtime's state, per fiber (sched/cxx.c). */
+	struct xf__cxa_eh_globals eh;
+	void *once_callable, *once_call; /* std::call_once's, kept over a preemption */
 
 	/* Sanitizer bookkeeping for stack switches. */
 	void *asan_fake_stack;
@@ -131,9 +149,28 @@ enum xf__on_cpu {
 	XF_OFF_CPU_YIELDED, /* in the caller of its xf_yield (the fast path) */
 };
 
+/* What a fiber inside a blocking call of the C library or libstdc++ holds,
+ * which the preemption handler trusts where the call's code would
+ * otherwise be unsafe (sync/pthread.c, preempt/signal.c). */
+enum xf__blocking {
+	XF_BLOCKING_NONE,
+	XF_BLOCKING_AT_WAIT, /* no lock while it waits in the kernel: switchable there */
+	XF_BLOCKING_SPIN,    /* no lock at all (a spin lock's loop): switchable anywhere */
+};
+
 #define XF_FIBER_F_PINNED 0x1
 #define XF_FIBER_F_IDLE	  0x2 /* a worker's scheduler context, not a user fiber */
 #define XF_FIBER_F_FIRST  0x4 /* the fiber xf_init() turned the caller into */
+#define XF_FIBER_F_STAY	  0x8 /* holds a lock its thread owns (a recursive or error-
+			       * checking mutex, a write lock): no migration until
+			       * released (sync/pthread.c) */
+
+/* Whether f must run on its home worker: pinned, or holding a lock that
+ * belongs to that worker's thread. */
+static inline bool xf__fiber_stays(const struct xf_fiber *f)
+{
+	return f->flags & (XF_FIBER_F_PINNED | XF_FIBER_F_STAY);
+}
 
 enum {
 	XF_DETACH_JOINABLE,
@@ -189,6 +226,10 @@ struct xf__worker {
 	/* The ticker's view, written by the ticker only. */
 	uint64_t tick_switches; /* stats.switches when last looked at */
 	uint64_t tick_since_ns; /* when that count last changed */
+
+	/* This thread's std::call_once pointers, or NULL (sched/cxx.c). */
+	void **once_callable, **once_call;
+	stack_t old_altstack; /* the thread's before ours: back at removal */
 } __attribute__((aligned(64)));
 
 /* The whole runtime. */
@@ -373,6 +414,22 @@ void xf__fiber_finish(struct xf_fiber *f); /* after its last switch: DONE, joine
 void xf__fls_destroy(struct xf_fiber *f);
 _Noreturn void xf__fiber_main(struct xf_fiber *f, struct xf__worker *w, uintptr_t prev);
 _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result);
+
+/* The C library calls made from fibers that the runtime replaces
+ * (common/interpose.h), resolved at xf_init. */
+void xf__pthread_interpose_resolve(void); /* sync/pthread.c */
+void xf__sleep_interpose_resolve(void);	  /* sched/sleep.c */
+void xf__poll_interpose_resolve(void);	  /* io/poll.c */
+/* Whether the EINTR a C library call returned came from the runtime's own
+ * signal alone, given the calling fiber's preempt_signals and
+ * xf__signal_app_count() before the call (sched/sleep.c). */
+bool xf__eintr_was_ours(uint32_t ticks_before, uint64_t app_before);
+
+/* The C++ runtime's per-thread state (cxx.c). */
+void xf__cxx_check(void);
+void xf__cxx_once_locate(struct xf__worker *w);
+void xf__cxx_once_save(struct xf__worker *w, struct xf_fiber *f);
+void xf__cxx_once_restore(struct xf__worker *w, struct xf_fiber *f);
 
 /* Workers (worker.c). */
 void xf__worker_run(struct xf__worker *w);

@@ -239,7 +239,7 @@ void xf__wake(struct xf_fiber *f)
 		xf__inbox_push(home, f);
 		if (home != w)
 			xf__worker_kick(home);
-	} else if (w && (!(f->flags & XF_FIBER_F_PINNED) || home == w)) {
+	} else if (w && (!xf__fiber_stays(f) || home == w)) {
 		f->home = (int)w->id; /* where it will run: its home from now on */
 		xf__runq_push(w, f);
 		xf__maybe_wake_idle(w);

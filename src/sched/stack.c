@@ -55,7 +55,6 @@ static struct {
 	unsigned carve_left;
 	struct xf__stack *pool; /* returned default-size stacks */
 	size_t pool_nr, pool_cap;
-	struct sigaction old_segv;
 	bool handler_installed;
 } stacks = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -266,18 +265,9 @@ static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, voi
 		}
 		abort();
 	}
-	/* Not ours: hand it to whoever had SIGSEGV before, or die of it. */
+	/* Not ours: the application's handler has it, or it dies of it. */
 	restore_preempt_signal(uc);
-	if (stacks.old_segv.sa_flags & SA_SIGINFO && stacks.old_segv.sa_sigaction) {
-		stacks.old_segv.sa_sigaction(sig, si, uc);
-		return;
-	}
-	if (stacks.old_segv.sa_handler != SIG_DFL && stacks.old_segv.sa_handler != SIG_IGN &&
-	    !(stacks.old_segv.sa_flags & SA_SIGINFO)) {
-		stacks.old_segv.sa_handler(sig);
-		return;
-	}
-	signal(SIGSEGV, SIG_DFL); /* returning re-executes the access and dies of it */
+	xf__signal_forward(sig, si, uc);
 }
 
 int xf__overflow_handler_install(struct xf__worker *w)
@@ -294,20 +284,22 @@ int xf__overflow_handler_install(struct xf__worker *w)
 		w->altstack = NULL;
 		return ENOMEM;
 	}
+	/* The thread's own alternate stack, if it had one (the application's,
+	 * on worker 0), comes back at the removal. */
 	ss = (stack_t){.ss_sp = w->altstack, .ss_size = size};
-	if (sigaltstack(&ss, NULL))
+	if (sigaltstack(&ss, &w->old_altstack))
 		return errno;
 	pthread_mutex_lock(&stacks.lock);
 	if (!stacks.handler_installed) {
-		struct sigaction sa = {.sa_sigaction = overflow_handler,
-				       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER};
+		sigset_t mask;
+
 		/* The preemption signal waits while the report runs: nested on
 		 * the alternate stack, a flood of it would overflow that too,
 		 * and the process would die without a word. */
-		sigemptyset(&sa.sa_mask);
-		sigaddset(&sa.sa_mask, XF_PREEMPT_SIGNAL);
-		sigaction(SIGSEGV, &sa, &stacks.old_segv);
-		stacks.handler_installed = true;
+		sigemptyset(&mask);
+		sigaddset(&mask, XF_PREEMPT_SIGNAL);
+		stacks.handler_installed = !xf__signal_take(SIGSEGV, overflow_handler,
+							   SA_ONSTACK | SA_NODEFER, &mask);
 	}
 	pthread_mutex_unlock(&stacks.lock);
 	return 0;
@@ -316,18 +308,24 @@ int xf__overflow_handler_install(struct xf__worker *w)
 
 void xf__overflow_handler_remove(struct xf__worker *w)
 {
-	stack_t ss = {.ss_flags = SS_DISABLE};
 	size_t size = XF_ALIGN_UP(64 * 1024 + (size_t)xf__rt.frame_reserve, PAGE);
+	stack_t off = {.ss_flags = SS_DISABLE};
 
 	if (!w->altstack)
 		return;
-	sigaltstack(&ss, NULL);
+	/* The application's alternate stack again, or none if it had none. */
+	if (w->old_altstack.ss_flags & SS_DISABLE)
+		sigaltstack(&off, NULL);
+	else
+		sigaltstack(&(stack_t){.ss_sp = w->old_altstack.ss_sp,
+				       .ss_size = w->old_altstack.ss_size},
+			    NULL);
 	munmap(w->altstack, size);
 	w->altstack = NULL;
 	if (w->id == 0) {
 		pthread_mutex_lock(&stacks.lock);
 		if (stacks.handler_installed)
-			sigaction(SIGSEGV, &stacks.old_segv, NULL);
+			xf__signal_give_back(SIGSEGV);
 		stacks.handler_installed = false;
 		pthread_mutex_unlock(&stacks.lock);
 	}

@@ -111,7 +111,7 @@ static void answer_steal_request(struct xf__worker *w)
 			/* Preempted fibers resume on the thread they were
 			 * interrupted on (see preempt/signal.c); a fiber woken
 			 * before it left is still on this CPU. */
-			if (give_nr && f != w->current && !(f->flags & XF_FIBER_F_PINNED) &&
+			if (give_nr && f != w->current && !xf__fiber_stays(f) &&
 			    !f->preempted) {
 				xf__inbox_push(thief, f);
 				give_nr--;
@@ -139,7 +139,7 @@ void xf__runq_poll_slow(struct xf__worker *w)
 	while (reversed) {
 		struct xf_fiber *next = reversed->inbox_next;
 		/* Stolen fibers now live here (pinned ones always did). */
-		if (!(reversed->flags & XF_FIBER_F_PINNED))
+		if (!xf__fiber_stays(reversed))
 			reversed->home = (int)w->id;
 		xf__runq_push(w, reversed);
 		reversed = next;

@@ -16,8 +16,9 @@
  *           and MXCSR through every kind of switch
  *   stale   a tick carries the switch count the ticker saw: one that arrives
  *           after its worker switched is dropped (counted, neither deferred
- *           nor taken), a current one is deferred or taken; a plain tgkill
- *           always counts
+ *           nor taken), a current one is deferred or taken, a forced one
+ *           always counts; a plain tgkill of SIGURG is the application's
+ *           (its handler runs, nothing is preempted)
  *   stats   xf_stats_get's errors; xf_preempt_enable without disable is
  *           harmless
  */
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "bench_syscall.h"
+#include "preempt/preempt.h"
 #include "testlib.h"
 #include "xfiber.h"
 
@@ -330,11 +332,11 @@ static void *spawner(void *arg)
 	return NULL;
 }
 
-/* Fires the preemption signal (SIGURG) at every worker every ~50 us, the
- * ticker's rate at the shortest slices.  Much faster, with three threads on
- * this machine's two CPUs, signals arrive while the handler still runs
- * (SA_NODEFER), nest, and overflow the fiber's stack: a storm no ticker
- * sends. */
+/* Fires forced ticks (the preemption signal, taken whatever the switch
+ * count) at every worker every ~50 us, the ticker's rate at the shortest
+ * slices.  Much faster, with three threads on this machine's two CPUs,
+ * signals arrive while the handler still runs (SA_NODEFER), nest, and
+ * overflow the fiber's stack: a storm no ticker sends. */
 static void *signal_thread(void *arg)
 {
 	atomic_ulong *sent = arg;
@@ -343,7 +345,7 @@ static void *signal_thread(void *arg)
 		for (int w = 0; w < 2; w++) {
 			const int tid = atomic_load(&worker_tids[w]);
 
-			if (tid && syscall(SYS_tgkill, getpid(), tid, SIGURG) == 0)
+			if (tid && xf__tick_send(tid, XF_TICK_TAG | XF_TICK_FORCED) == 0)
 				atomic_fetch_add(sent, 1);
 		}
 		spin_for(50 * 1000);
@@ -402,10 +404,10 @@ static void *quick(void *arg)
 }
 
 /* A tick as the ticker sends it (preempt/ticker.c): SI_QUEUE from this
- * process, carrying the switch count it saw plus one.  Sent without libc
- * (xf_bench_sys), so that the signal, handled on the way back, interrupts
- * this file and not libc, where preemption is deferred. */
-static void send_tick(uint64_t switches_seen)
+ * process, carrying the tag and the switch count it saw (or forced).  Sent
+ * without libc (xf_bench_sys), so that the signal, handled on the way back,
+ * interrupts this file and not libc, where preemption is deferred. */
+static void send_value(uint64_t value)
 {
 	siginfo_t si;
 
@@ -414,9 +416,22 @@ static void send_tick(uint64_t switches_seen)
 	si.si_code = SI_QUEUE;
 	si.si_pid = getpid();
 	si.si_uid = getuid();
-	si.si_value.sival_ptr = (void *)(uintptr_t)(switches_seen + 1);
+	si.si_value.sival_ptr = (void *)(uintptr_t)value;
 	CHECK(xf_bench_sys(SYS_rt_tgsigqueueinfo, getpid(), syscall(SYS_gettid), SIGURG,
 			   (long)&si) == 0);
+}
+
+static void send_tick(uint64_t switches_seen)
+{
+	send_value(xf__tick_aimed(switches_seen));
+}
+
+static atomic_int app_sigurgs;
+
+static void app_sigurg(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&app_sigurgs, 1);
 }
 
 static void test_stale(void)
@@ -462,11 +477,23 @@ static void test_stale(void)
 		xf_test_fail("a current tick did not preempt");
 	CHECK_ERR(xf_join(f, NULL), 0);
 
-	/* Anything else - here a plain tgkill, as other tools send - counts. */
+	/* A forced tick counts whatever the count. */
+	CHECK_ERR(xf_spawn(&f, quick, NULL, NULL), 0);
+	send_value(XF_TICK_TAG | XF_TICK_FORCED);
+	if (atomic_load(&quick_ran) != 3)
+		xf_test_fail("a forced tick did not preempt");
+	CHECK_ERR(xf_join(f, NULL), 0);
+
+	/* Anything else - a plain tgkill, a tick without the tag - is the
+	 * application's SIGURG: its handler runs, nothing is preempted. */
+	CHECK(signal(SIGURG, app_sigurg) != SIG_ERR);
 	CHECK_ERR(xf_spawn(&f, quick, NULL, NULL), 0);
 	CHECK(xf_bench_sys(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGURG, 0) == 0);
-	if (atomic_load(&quick_ran) != 3)
-		xf_test_fail("a tgkill did not preempt");
+	send_value(before.total.switches);
+	if (atomic_load(&quick_ran) != 3 || atomic_load(&app_sigurgs) != 2)
+		xf_test_fail("a SIGURG the runtime did not send preempted (%lu) or missed the "
+			     "application's handler (%d of 2)",
+			     atomic_load(&quick_ran), atomic_load(&app_sigurgs));
 	CHECK_ERR(xf_join(f, NULL), 0);
 	CHECK_ERR(xf_stats_get(&st), 0);
 	printf("stale: %lu stale ticks dropped, current ones deferred or taken\n",

@@ -1,0 +1,434 @@
+// test_cxx.cpp - ordinary C++ inside preempted fibers: once-objects, static
+// guards, std::call_once, std::mutex, pthread mutexes, condition variables
+// and exceptions, with time slices that end inside every one of them.
+//
+// usage: test_cxx CASE WORKERS SLICE_US
+//   once       several fibers call pthread_once; its routine runs 3 slices
+//   guard      several fibers reach a function-local static whose
+//              constructor runs 3 slices (__cxa_guard_acquire)
+//   call_once  the same through std::call_once, two flags at once
+//   mutex      pinned fibers on worker 0 hold a std::mutex across slices
+//   pmutex     the same with pthread mutexes: normal, error-checking, and a
+//              rwlock
+//   condvar    a std::condition_variable hand-off between pinned fibers on
+//              worker 0, the waiter timing out now and then
+//   rethrow    `throw;` and std::current_exception in catch blocks that
+//              yield, sleep, are preempted and (unpinned) migrate, with
+//              other fibers throwing their own exceptions meanwhile
+//   uncaught   std::uncaught_exceptions in destructors that switch during
+//              unwinding
+//   escape     an exception no frame of a fiber catches: the fiber is
+//              named, then std::terminate says what was thrown (a child
+//              process, whose stderr and death are checked)
+//
+// Every case ends with the runtime shut down; a hang is a failure (CTest's
+// TIMEOUT, and an alarm of our own that names the case).
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <pthread.h>
+#include <stdexcept>
+#include <string>
+#include <vector>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "xfiber.h"
+
+namespace {
+
+const char *case_name;
+unsigned nr_workers;
+unsigned slice_us;
+
+[[noreturn]] void fail(const char *what)
+{
+	std::fprintf(stderr, "FAIL %s (%u workers, %u us): %s\n", case_name, nr_workers, slice_us,
+		     what);
+	std::exit(1);
+}
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			fail("check failed: " #cond);                                              \
+	} while (0)
+
+uint64_t now_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+// CPU work that the compiler cannot remove, long enough to span slices.
+void spin_for_ns(uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+	volatile uint64_t sink = 0;
+	while (now_ns() < end)
+		for (int i = 0; i < 100; i++)
+			sink = sink + uint64_t(i);
+}
+
+uint64_t slices(unsigned n)
+{
+	return uint64_t(n) * slice_us * 1000u;
+}
+
+xf_attr pinned_to(int worker)
+{
+	xf_attr a = XF_ATTR_INIT;
+	a.pinned = true;
+	a.worker = worker;
+	return a;
+}
+
+template <typename F> void run_fibers(int n, F body, bool pin = false)
+{
+	struct Arg {
+		F *body;
+		int index;
+	};
+	std::vector<xf_fiber *> f(size_t(n), nullptr);
+	std::vector<Arg> args{size_t(n)};
+	for (int i = 0; i < n; i++) {
+		args[size_t(i)] = Arg{&body, i};
+		xf_attr a = pin ? pinned_to(0) : xf_attr(XF_ATTR_INIT);
+		int err = xf_spawn(
+		    &f[size_t(i)],
+		    [](void *p) -> void * {
+			    Arg *arg = static_cast<Arg *>(p);
+			    (*arg->body)(arg->index);
+			    return nullptr;
+		    },
+		    &args[size_t(i)], &a);
+		CHECK(err == 0);
+	}
+	for (int i = 0; i < n; i++)
+		CHECK(xf_join(f[size_t(i)], nullptr) == 0);
+}
+
+// --- once-objects ---
+
+pthread_once_t once = PTHREAD_ONCE_INIT;
+std::atomic<int> once_runs, once_done;
+
+void once_init()
+{
+	once_runs++;
+	spin_for_ns(slices(3));
+	once_done = 1;
+}
+
+void test_once()
+{
+	run_fibers(4, [](int) {
+		CHECK(pthread_once(&once, once_init) == 0);
+		CHECK(once_done == 1);
+	});
+	CHECK(once_runs == 1);
+}
+
+struct Slow {
+	int value;
+	Slow()
+	{
+		guard_runs++;
+		spin_for_ns(slices(3));
+		value = 42;
+	}
+	static std::atomic<int> guard_runs;
+};
+std::atomic<int> Slow::guard_runs;
+
+int slow_value()
+{
+	static Slow s;
+	return s.value;
+}
+
+void test_guard()
+{
+	run_fibers(4, [](int) { CHECK(slow_value() == 42); });
+	CHECK(Slow::guard_runs == 1);
+}
+
+std::once_flag flag_a, flag_b;
+std::atomic<int> call_runs_a, call_runs_b;
+
+void test_call_once()
+{
+	run_fibers(6, [](int i) {
+		if (i & 1) {
+			std::call_once(flag_a, [] {
+				call_runs_a++;
+				spin_for_ns(slices(3));
+			});
+		} else {
+			std::call_once(flag_b, [](int x) {
+				call_runs_b += x;
+				spin_for_ns(slices(2));
+			}, 1);
+		}
+	});
+	CHECK(call_runs_a == 1 && call_runs_b == 1);
+}
+
+// --- mutexes ---
+
+std::mutex mtx;
+long counter;
+
+void test_mutex()
+{
+	counter = 0;
+	run_fibers(
+	    3,
+	    [](int) {
+		    for (int r = 0; r < 3; r++) {
+			    std::lock_guard<std::mutex> g(mtx);
+			    long before = counter;
+			    spin_for_ns(slices(2));
+			    counter = before + 1;
+		    }
+	    },
+	    true);
+	CHECK(counter == 9);
+}
+
+pthread_mutex_t pm_normal = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t pm_check = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+
+void test_pmutex()
+{
+	counter = 0;
+	run_fibers(
+	    4,
+	    [](int i) {
+		    for (int r = 0; r < 2; r++) {
+			    pthread_mutex_t *m = (i + r) & 1 ? &pm_normal : &pm_check;
+			    CHECK(pthread_mutex_lock(m) == 0);
+			    spin_for_ns(slices(2));
+			    CHECK(pthread_mutex_unlock(m) == 0);
+			    CHECK(pthread_rwlock_wrlock(&rw) == 0);
+			    long before = counter;
+			    spin_for_ns(slices(1));
+			    counter = before + 1;
+			    CHECK(pthread_rwlock_unlock(&rw) == 0);
+		    }
+	    },
+	    true);
+	CHECK(counter == 8);
+}
+
+// --- condition variables ---
+
+std::mutex cv_mtx;
+std::condition_variable cv;
+int cv_turn;
+std::atomic<int> cv_timeouts;
+
+void test_condvar()
+{
+	cv_turn = 0;
+	const int rounds = 6;
+	run_fibers(
+	    2,
+	    [](int me) {
+		    for (int r = 0; r < rounds; r++) {
+			    std::unique_lock<std::mutex> lk(cv_mtx);
+			    while (cv_turn % 2 != me) {
+				    if (cv.wait_for(lk, std::chrono::microseconds(slice_us * 3)) ==
+					std::cv_status::timeout)
+					    cv_timeouts++;
+			    }
+			    spin_for_ns(slices(1) + slices(1) / 2); // across a slice, lock held
+			    cv_turn++;
+			    cv.notify_all();
+		    }
+	    },
+	    true);
+	CHECK(cv_turn == 2 * rounds);
+}
+
+// --- exceptions ---
+
+struct Tagged : std::runtime_error {
+	int tag;
+	explicit Tagged(int t) : std::runtime_error("tagged " + std::to_string(t)), tag(t) {}
+};
+
+std::atomic<int> migrations;
+
+// Switches in every way a fiber can: a yield, a sleep, a spin across
+// slices (preemption), and - unpinned, with two workers - a migration.
+void switch_every_way()
+{
+	int w0 = xf_worker_id();
+	xf_yield();
+	xf_sleep_ns(20000);
+	spin_for_ns(slices(2));
+	for (int i = 0; i < 20 && xf_worker_id() == w0; i++)
+		xf_yield();
+	if (xf_worker_id() != w0)
+		migrations++;
+}
+
+void test_rethrow()
+{
+	migrations = 0;
+	run_fibers(6, [](int me) {
+		for (int r = 0; r < 3; r++) {
+			int tag = me * 100 + r;
+			try {
+				try {
+					throw Tagged(tag);
+				} catch (const Tagged &t) {
+					CHECK(t.tag == tag);
+					std::exception_ptr held = std::current_exception();
+					switch_every_way();
+					CHECK(std::current_exception() == held);
+					CHECK(std::uncaught_exceptions() == 0);
+					throw; // must rethrow this fiber's exception
+				}
+			} catch (const Tagged &t) {
+				if (t.tag != tag)
+					fail("caught another fiber's exception");
+				std::exception_ptr p = std::current_exception();
+				switch_every_way();
+				try {
+					std::rethrow_exception(p);
+				} catch (const Tagged &again) {
+					CHECK(again.tag == tag);
+				}
+			}
+			CHECK(std::current_exception() == nullptr);
+		}
+	});
+	if (nr_workers > 1)
+		std::printf("rethrow: %d catch blocks migrated\n", migrations.load());
+}
+
+struct CountsDuringUnwind {
+	int *seen;
+	~CountsDuringUnwind()
+	{
+		switch_every_way();
+		*seen = std::uncaught_exceptions();
+	}
+};
+
+void test_uncaught()
+{
+	run_fibers(6, [](int me) {
+		for (int r = 0; r < 2; r++) {
+			int seen = -1;
+			if (me & 1) {
+				// Another fiber's unwinding must not count here.
+				switch_every_way();
+				CHECK(std::uncaught_exceptions() == 0);
+				continue;
+			}
+			try {
+				CountsDuringUnwind c{&seen};
+				throw Tagged(me);
+			} catch (const Tagged &t) {
+				CHECK(t.tag == me);
+			}
+			CHECK(seen == 1);
+			CHECK(std::uncaught_exceptions() == 0);
+		}
+	});
+}
+
+void *throws_uncaught(void *)
+{
+	switch_every_way();
+	throw std::runtime_error("nobody catches this");
+}
+
+void test_escape()
+{
+	int pipefd[2];
+	CHECK(pipe(pipefd) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(pipefd[1], 2);
+		xf_fiber *f;
+		xf_spawn(&f, throws_uncaught, nullptr, nullptr);
+		xf_join(f, nullptr);
+		_exit(0); // not reached: the process terminates
+	}
+	close(pipefd[1]);
+	std::string err;
+	char buf[512];
+	for (ssize_t r; (r = read(pipefd[0], buf, sizeof(buf))) > 0;)
+		err.append(buf, size_t(r));
+	close(pipefd[0]);
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	std::fprintf(stderr, "the child said:\n%s", err.c_str());
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	CHECK(err.find("xfiber: fiber 2: an exception escaped the fiber's function") !=
+	      std::string::npos);
+	CHECK(err.find("nobody catches this") != std::string::npos);
+}
+
+struct Case {
+	const char *name;
+	void (*run)();
+} cases[] = {
+    {"once", test_once},       {"guard", test_guard},     {"call_once", test_call_once},
+    {"mutex", test_mutex},     {"pmutex", test_pmutex},   {"condvar", test_condvar},
+    {"rethrow", test_rethrow}, {"uncaught", test_uncaught},   {"escape", test_escape},
+};
+
+void on_alarm(int)
+{
+	static const char msg[] = "FAIL: the case hung (watchdog alarm)\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+	}
+	_exit(1);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		std::fprintf(stderr, "usage: test_cxx CASE WORKERS SLICE_US\n");
+		return 2;
+	}
+	case_name = argv[1];
+	nr_workers = unsigned(std::atoi(argv[2]));
+	slice_us = unsigned(std::atoi(argv[3]));
+	std::signal(SIGALRM, on_alarm);
+	alarm(40);
+	for (const Case &c : cases) {
+		if (std::strcmp(c.name, case_name))
+			continue;
+		xf_config cfg{};
+		cfg.workers = nr_workers;
+		cfg.slice_us = slice_us;
+		if (xf_init(&cfg))
+			fail("xf_init");
+		c.run();
+		if (xf_shutdown())
+			fail("xf_shutdown");
+		std::printf("%s: ok (%u workers, %u us slices)\n", case_name, nr_workers, slice_us);
+		return 0;
+	}
+	std::fprintf(stderr, "unknown case %s\n", case_name);
+	return 2;
+}
