@@ -166,11 +166,23 @@ XF_INTERPOSE(int, pselect,
 
 XF_INTERPOSE(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout))
 {
+	uint64_t start = xf__now_ns();
+	struct timespec total, left;
 	struct fd_sets sets;
 
+	/* Linux writes the time left into *timeout, but not the time the
+	 * fiber spent switched out after it: resume from the total. */
+	if (timeout)
+		total = (struct timespec){timeout->tv_sec, timeout->tv_usec * 1000};
 	sets_keep(&sets, r, w, e);
-	/* Linux writes the time left into *timeout, which the retry uses. */
-	return READINESS_WAIT(XF_REAL(select)(n, r, w, e, timeout), sets_restore(&sets));
+	return READINESS_WAIT(XF_REAL(select)(n, r, w, e, timeout), {
+		sets_restore(&sets);
+		if (timeout) {
+			left = ts_left(&total, start);
+			timeout->tv_sec = left.tv_sec;
+			timeout->tv_usec = left.tv_nsec / 1000;
+		}
+	});
 }
 
 /* xf_init: every definition replaced here found once, in advance (and this

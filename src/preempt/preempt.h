@@ -38,7 +38,7 @@
 extern __thread uint32_t xf__preempt_word
     __attribute__((visibility("hidden"), tls_model("initial-exec")));
 
-static inline void xf__preempt_disable(void)
+static inline __attribute__((always_inline)) void xf__preempt_disable(void)
 {
 	__asm__ volatile("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
 			 "addl $1, %%fs:(%%rax)" ::
@@ -48,7 +48,7 @@ static inline void xf__preempt_disable(void)
 /* Takes a pending preemption: a voluntary yield. */
 void xf__preempt_slow(void);
 
-static inline void xf__preempt_enable(void)
+static inline __attribute__((always_inline)) void xf__preempt_enable(void)
 {
 	__asm__ goto("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
 		     "subl $1, %%fs:(%%rax)\n\t"
@@ -62,14 +62,14 @@ slow:
 
 /* Ends a critical section without taking a pending preemption (the caller
  * is about to switch or return from the handler anyway). */
-static inline void xf__preempt_enable_no_resched(void)
+static inline __attribute__((always_inline)) void xf__preempt_enable_no_resched(void)
 {
 	__asm__ volatile("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
 			 "subl $1, %%fs:(%%rax)" ::
 			     : "rax", "memory", "cc");
 }
 
-static inline uint32_t xf__preempt_word_get(void)
+static inline __attribute__((always_inline)) uint32_t xf__preempt_word_get(void)
 {
 	uint32_t v;
 
@@ -79,7 +79,7 @@ static inline uint32_t xf__preempt_word_get(void)
 	return v;
 }
 
-static inline void xf__preempt_word_set(uint32_t v)
+static inline __attribute__((always_inline)) void xf__preempt_word_set(uint32_t v)
 {
 	__asm__ volatile("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
 			 "movl %0, %%fs:(%%rax)" ::"r"(v)
@@ -126,6 +126,7 @@ enum xf__code xf__safepoint_code(uintptr_t pc); /* async-signal-safe */
 int xf__safepoints_build(void);
 void xf__safepoints_refresh(uint64_t now_ns); /* the ticker: rebuild if stale or changed */
 void xf__safepoints_release(void);
+void xf__safepoints_fork(int phase); /* enum xf__fork_phase */
 
 /* sigaction.c: the application's signal handlers, beside the runtime's. */
 /* Puts the runtime's handler for sig into the kernel, keeping the
@@ -141,10 +142,13 @@ void xf__signal_foreign(int sig, siginfo_t *si, void *uc); /* a SIGURG the runti
 bool xf__signal_in_app_handler(const void *uc);
 /* Application signals delivered to this thread so far. */
 uint64_t xf__signal_app_count(void);
+void xf__signal_fork(int phase); /* enum xf__fork_phase */
 
 /* ticker.c */
 int xf__ticker_start(void);
 void xf__ticker_stop(void);
+/* In a forked child: the ticker thread is gone, and nothing to stop. */
+void xf__ticker_forget(void);
 /* Sends the preemption signal to thread tid carrying value (xf__tick_aimed,
  * or XF_TICK_TAG | XF_TICK_FORCED). */
 int xf__tick_send(pid_t tid, uint64_t value);

@@ -283,3 +283,8 @@ int xf_preempt_unsafe_add(const void *addr)
 		err = build(true);
 	return err;
 }
+
+void xf__safepoints_fork(int phase)
+{
+	xf__fork_mutex(&build_lock, phase);
+}

@@ -73,26 +73,31 @@ static int real_sigaction(int signo, const struct sigaction *act, struct sigacti
 
 /* --- application handlers, through the trampoline --- */
 
-static const void *this_context(void)
+/* Inlined at every optimisation level: the trampoline must run no code
+ * outside xf_nopreempt_text before the mark is set and after it is gone. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static ALWAYS_INLINE const void *this_context(void)
 {
 	struct xf_fiber *f = xf__current();
 
 	return f ? (const void *)f : (const void *)&app;
 }
 
-static void app_enter(void)
+/* An application handler starts below frame, the caller's frame address. */
+static ALWAYS_INLINE void app_enter(void *frame)
 {
 	unsigned d = app.depth;
 
 	if (d < APP_NESTING_MAX) {
 		app.marks[d].context = this_context();
-		app.marks[d].sp = (uintptr_t)__builtin_frame_address(0);
+		app.marks[d].sp = (uintptr_t)frame;
 	}
 	app.depth = d + 1;
 	app.delivered++;
 }
 
-static void app_leave(void)
+static ALWAYS_INLINE void app_leave(void)
 {
 	if (app.depth)
 		app.depth--;
@@ -113,18 +118,25 @@ static bool is_function(const struct sigaction *a)
 					   : a->sa_sigaction != NULL;
 }
 
-static void trampoline(int signo, siginfo_t *si, void *uc)
+/* Every application handler runs through this.  It lies in
+ * xf_nopreempt_text, like the runtime's own entry: a preemption signal that
+ * lands in it before the mark or after it is deferred all the same. */
+static __attribute__((section("xf_nopreempt_text"))) void trampoline(int signo, siginfo_t *si,
+								      void *uc)
 {
-	struct sigaction a = sig.actions[signo];
+	void (*handler)(int, siginfo_t *, void *) = sig.actions[signo].sa_sigaction;
+	int flags = sig.actions[signo].sa_flags;
 
 	/* The kernel has already reset a SA_RESETHAND handler: so does the view. */
-	if (a.sa_flags & SA_RESETHAND) {
+	if (flags & SA_RESETHAND) {
 		sig.actions[signo].sa_handler = SIG_DFL;
 		sig.actions[signo].sa_flags &= ~SA_SIGINFO;
 	}
-	app_enter();
-	if (is_function(&a))
-		call_app_handler(&a, signo, si, uc);
+	app_enter(__builtin_frame_address(0));
+	if (flags & SA_SIGINFO)
+		handler(signo, si, uc);
+	else if ((sighandler_t)(void *)handler != SIG_DFL && (sighandler_t)(void *)handler != SIG_IGN)
+		((sighandler_t)(void *)handler)(signo);
 	app_leave();
 }
 
@@ -139,7 +151,7 @@ bool xf__signal_in_app_handler(const void *ucv)
 		unsigned top = (app.depth < APP_NESTING_MAX ? app.depth : APP_NESTING_MAX) - 1;
 
 		if (app.depth <= APP_NESTING_MAX &&
-		    (app.marks[top].context != ctx || sp > app.marks[top].sp))
+		    (app.marks[top].context != ctx || sp >= app.marks[top].sp))
 			app.depth--;
 		else
 			return true;
@@ -306,10 +318,15 @@ void xf__signal_forward(int signo, siginfo_t *si, void *uc)
 	if (!(a.sa_flags & SA_NODEFER))
 		sigaddset(&block, signo);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	app_enter();
+	app_enter(__builtin_frame_address(0));
 	call_app_handler(&a, signo, si, uc);
 	app_leave();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void xf__signal_fork(int phase)
+{
+	xf__fork_mutex(&sig.lock, phase);
 }
 
 void xf__signal_foreign(int signo, siginfo_t *si, void *uc)

@@ -271,12 +271,12 @@ void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
 	}
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
 		return; /* a worker between fibers: nothing to preempt */
+	f = w->current;
+	f->preempt_signals++; /* even a stale tick cuts a wait short */
 	if (tick_is_stale(w, si)) {
 		XF_STAT_INC(w, preemption_ticks_stale, 1);
 		return;
 	}
-	f = w->current;
-	f->preempt_signals++;
 	saved_errno = *w->errno_ptr;
 	switch (where(word, uc, pc, f)) {
 	case UNSAFE:

@@ -199,6 +199,13 @@ void xf__ticker_poke_slow(void)
 	syscall(SYS_futex, &ticker.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+void xf__ticker_forget(void)
+{
+	ticker.started = false;
+	atomic_store(&ticker.wake, 0);
+	atomic_store(&xf__ticker_sleeping_long, 0);
+}
+
 void xf__ticker_stop(void)
 {
 	if (!ticker.started)

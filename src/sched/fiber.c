@@ -106,6 +106,11 @@ void xf__fiber_arena_release(void)
 	pthread_mutex_unlock(&arena.lock);
 }
 
+void xf__arena_fork(enum xf__fork_phase phase)
+{
+	xf__fork_mutex(&arena.lock, phase);
+}
+
 static bool valid_attr(const xf_attr *a)
 {
 	if (a->stack_size && a->stack_size < XF_STACK_SIZE_MIN)
@@ -148,6 +153,11 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 		attr = &defaults;
 	if (!valid_attr(attr) || (!out && !attr->detached))
 		return EINVAL;
+	/* A forked child's first spawn: now preemption may be needed. */
+	if (unlikely(xf__rt.ticker_pending)) {
+		xf__rt.ticker_pending = false;
+		xf__ticker_start();
+	}
 	xf__preempt_disable();
 	w = xf__this_worker();
 	err = fiber_create(w, attr, &f);

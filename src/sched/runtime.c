@@ -115,8 +115,8 @@ static void release_workers(unsigned started)
 			pthread_join(w->thread, NULL);
 		free(w->timers);
 	}
-	free(xf__rt.workers);
-	xf__rt.workers = NULL;
+	free(xf__rt.workers_alloc);
+	xf__rt.workers = xf__rt.workers_alloc = NULL;
 	xf__stacks_release();
 	xf__fiber_arena_release();
 }
@@ -140,7 +140,7 @@ static int start(const xf_config *cfg)
 	xf__rt.frame_reserve = frame_reserve();
 	xf__rt.next_id = 1;
 	xf__spin_ns_set(cfg->spin_us);
-	xf__rt.workers = aligned_alloc(64, n * sizeof(struct xf__worker));
+	xf__rt.workers = xf__rt.workers_alloc = aligned_alloc(64, n * sizeof(struct xf__worker));
 	if (!xf__rt.workers)
 		return ENOMEM;
 	memset(xf__rt.workers, 0, n * sizeof(struct xf__worker));
@@ -238,6 +238,7 @@ int xf_init(const xf_config *cfg)
 	xf__pthread_interpose_resolve();
 	xf__sleep_interpose_resolve();
 	xf__poll_interpose_resolve();
+	xf__fork_handlers_register();
 	pthread_mutex_lock(&lifecycle);
 	if (atomic_load(&xf__rt.running) || xf__this_worker())
 		err = EBUSY;
@@ -245,6 +246,72 @@ int xf_init(const xf_config *cfg)
 		err = start(cfg);
 	pthread_mutex_unlock(&lifecycle);
 	return err;
+}
+
+/* The child of a fork: only the forking thread runs on.  If it was a
+ * worker, the fiber that forked goes on as the first fiber of a runtime of
+ * one worker - that worker, renumbered 0, with its scheduler context as it
+ * was - as POSIX has only the forking thread go on; the other fibers are
+ * gone, their memory with them when the runtime stops.  If it was a plain
+ * thread, the child has no runtime, and may start one.  No system call
+ * but two ids: fork and exec stay as cheap as a plain fork, and the ticker
+ * starts with the child's first spawn. */
+static void fork_child(void)
+{
+	struct xf__worker *w = xf__tls_worker;
+	struct xf_fiber *f;
+
+	pthread_mutex_init(&lifecycle, NULL);
+	if (!atomic_load(&xf__rt.running))
+		return;
+	xf__ticker_forget();
+	if (!w) {
+		memset(&xf__rt, 0, sizeof(xf__rt)); /* the parent's memory is leaked */
+		return;
+	}
+	f = w->current;
+	xf__rt.workers = w;
+	xf__rt.nr_workers = 1;
+	xf__rt.pid = getpid();
+	xf__rt.first = f;
+	atomic_store(&xf__rt.live, 1);
+	atomic_store(&xf__rt.nr_parked, 0);
+	atomic_store(&xf__rt.nr_spinning, 0);
+	atomic_store(&xf__rt.shutdown_waiting, 0);
+	xf__rt.ticker_pending = xf__rt.preempt_enabled;
+
+	w->id = 0;
+	w->thread = pthread_self();
+	w->tid = gettid();
+	w->runq = (struct xf__runq){0};
+	w->sched_ticks = 0;
+	atomic_store(&w->inbox, NULL);
+	atomic_store(&w->steal_request, 0);
+	atomic_store(&w->steal_pending, 0);
+	atomic_store(&w->timers_nr, 0); /* the sleepers were the parent's */
+	atomic_store(&w->park_seq, 0);
+	atomic_store(&w->parked, 0);
+	atomic_store(&w->timer_lock, 0);
+	memset(&w->stats, 0, sizeof(w->stats));
+	w->tick_switches = w->tick_since_ns = 0;
+
+	/* It runs on its own stack, which must outlive the runtime. */
+	if (!(f->flags & XF_FIBER_F_FIRST))
+		xf__stack_keep(&f->stack);
+	f->flags |= XF_FIBER_F_FIRST | XF_FIBER_F_PINNED;
+	f->flags &= ~XF_FIBER_F_STAY;
+	f->home = 0;
+	f->owned_nr = 0;
+	xf__runq_push(w, f); /* it runs, in the ring */
+	xf__runq_run_head(w);
+}
+
+void xf__runtime_fork(enum xf__fork_phase phase)
+{
+	if (phase == XF_FORK_CHILD)
+		fork_child();
+	else
+		xf__fork_mutex(&lifecycle, phase);
 }
 
 /* Blocks the first fiber until it is the only one left. */

@@ -252,6 +252,8 @@ struct xf__runtime {
 	bool preempt_enabled;  /* the ticker runs */
 	uint64_t base_sigmask; /* the workers' signal mask (first 64 signals) */
 	pid_t pid;	       /* getpid() at xf_init: who the ticker's signals come from */
+	void *workers_alloc;   /* what `workers` points into (after a fork, not its start) */
+	bool ticker_pending;   /* a forked child starts its ticker at its first spawn */
 };
 
 /* One counter increment: plain load, add, store - no lock prefix. */
@@ -267,7 +269,7 @@ extern struct xf__runtime xf__rt;
 extern __thread struct xf__worker *xf__tls_worker
     __attribute__((visibility("hidden"), tls_model("initial-exec")));
 
-static inline struct xf__worker *xf__this_worker(void)
+static inline __attribute__((always_inline)) struct xf__worker *xf__this_worker(void)
 {
 	struct xf__worker *w;
 
@@ -277,7 +279,7 @@ static inline struct xf__worker *xf__this_worker(void)
 	return w;
 }
 
-static inline struct xf_fiber *xf__current(void)
+static inline __attribute__((always_inline)) struct xf_fiber *xf__current(void)
 {
 	struct xf__worker *w = xf__this_worker();
 
@@ -316,6 +318,28 @@ static inline void xf__spin_unlock(_Atomic uint32_t *l)
 	xf__spin_unlock_raw(l);
 	xf__preempt_enable();
 }
+
+/* --- fork() (fork.c) ---
+ * Around a fork the runtime's locks are taken (prepare) and released in
+ * the parent, made new in the child, module by module, in one order. */
+enum xf__fork_phase { XF_FORK_PREPARE, XF_FORK_PARENT, XF_FORK_CHILD };
+
+static inline void xf__fork_mutex(pthread_mutex_t *m, enum xf__fork_phase phase)
+{
+	if (phase == XF_FORK_PREPARE)
+		pthread_mutex_lock(m);
+	else if (phase == XF_FORK_PARENT)
+		pthread_mutex_unlock(m);
+	else
+		pthread_mutex_init(m, NULL);
+}
+
+void xf__fork_handlers_register(void); /* once, at the first xf_init */
+void xf__runtime_fork(enum xf__fork_phase phase);
+void xf__stacks_fork(enum xf__fork_phase phase);
+void xf__arena_fork(enum xf__fork_phase phase);
+/* The child of a fork from fiber f keeps f's stack: it runs on it. */
+void xf__stack_keep(const struct xf__stack *s);
 
 /* --- clock --- */
 uint64_t xf__now_ns(void);

@@ -170,6 +170,27 @@ void xf__stack_put(struct xf__worker *w, struct xf__stack *s)
 	s->base = NULL;
 }
 
+void xf__stacks_fork(enum xf__fork_phase phase)
+{
+	xf__fork_mutex(&stacks.lock, phase);
+}
+
+void xf__stack_keep(const struct xf__stack *s)
+{
+	const char *p = s->base;
+
+	/* Out of the list of slabs to unmap at shutdown: leaked, in use. */
+	for (struct slab **link = &stacks.slabs; *link; link = &(*link)->next) {
+		struct slab *slab = *link;
+
+		if (p >= (char *)slab->base && p < (char *)slab->base + slab->len) {
+			*link = slab->next;
+			free(slab);
+			return;
+		}
+	}
+}
+
 void xf__stacks_release(void)
 {
 	pthread_mutex_lock(&stacks.lock);

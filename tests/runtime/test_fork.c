@@ -1,0 +1,198 @@
+/*
+ * test_fork.c - fork() while the runtime runs.
+ *
+ * usage: test_fork fiber|first|exec|thread
+ *   fiber   a fiber pinned to worker 1 of 3 forks while other fibers spin,
+ *           sleep and hold an xf_mutex; in the child it goes on alone, as
+ *           the first fiber of a one-worker runtime: it spawns fibers that
+ *           need preemption to finish (the ticker starts then), yield,
+ *           sleep and pass messages, joins them, and shuts down
+ *   first   the same, forked by the first fiber
+ *   exec    fork and exec from a fiber on worker 1: the child runs a
+ *           program, as after a plain fork
+ *   thread  a plain thread forks while the runtime runs: the child has no
+ *           runtime, and starts one of its own
+ * The parent's fibers go on meanwhile, and its runtime shuts down after.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "xfiber.h"
+
+static atomic_bool stop;
+static xf_mutex held = XF_MUTEX_INITIALIZER;
+static atomic_int flag;
+
+static void *spinner(void *arg)
+{
+	while (!atomic_load(&stop))
+		;
+	return arg;
+}
+
+static void *sleeper(void *arg)
+{
+	while (!atomic_load(&stop))
+		xf_sleep_ns(200000);
+	return arg;
+}
+
+static void *holder(void *arg)
+{
+	xf_mutex_lock(&held);
+	while (!atomic_load(&stop))
+		xf_sleep_ns(100000);
+	xf_mutex_unlock(&held);
+	return arg;
+}
+
+/* Needs preemption: spins until the other one, queued behind it on the
+ * child's single worker, sets the flag. */
+static void *waits_for_flag(void *arg)
+{
+	while (!atomic_load(&flag))
+		;
+	return arg;
+}
+
+static void *sets_flag(void *arg)
+{
+	atomic_store(&flag, 1);
+	return arg;
+}
+
+static void *echo(void *arg)
+{
+	xf_chan *ch = arg;
+	long v;
+
+	while (xf_chan_recv(ch, &v) == 0 && v >= 0) {
+		xf_yield();
+		xf_sleep_ns(1000);
+	}
+	return NULL;
+}
+
+/* What the forked child does with its runtime of one. */
+static int child_work(void)
+{
+	xf_fiber *f[4];
+	xf_chan *ch;
+	long v;
+
+	if (!xf_self() || xf_worker_id() != 0)
+		return 10;
+	atomic_store(&flag, 0);
+	if (xf_spawn(&f[0], waits_for_flag, NULL, NULL) || xf_spawn(&f[1], sets_flag, NULL, NULL))
+		return 11;
+	if (xf_chan_create(&ch, sizeof(long), 0) || xf_spawn(&f[2], echo, ch, NULL))
+		return 12;
+	for (v = 0; v < 100; v++)
+		if (xf_chan_send(ch, &v))
+			return 13;
+	v = -1;
+	xf_chan_send(ch, &v);
+	for (int i = 0; i < 3; i++)
+		if (xf_join(f[i], NULL))
+			return 14;
+	xf_chan_destroy(ch);
+	if (xf_mutex_trylock(&held) != EBUSY) /* the parent's holder is gone, its lock not */
+		return 15;
+	return xf_shutdown() ? 16 : 0;
+}
+
+static void expect_child(pid_t pid, int want)
+{
+	int status = 0;
+
+	/* Wait without blocking the worker. */
+	for (int i = 0; waitpid(pid, &status, WNOHANG) == 0; i++) {
+		if (i > 20000)
+			xf_test_fail("the child did not finish in 20 s");
+		xf_sleep_ns(1000000);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != want)
+		xf_test_fail("the child ended with status 0x%x, expected exit %d", status, want);
+}
+
+static void *forker(void *arg)
+{
+	const char *how = arg;
+	pid_t pid;
+
+	if (!strcmp(how, "exec")) {
+		pid = fork();
+		if (pid == 0) {
+			execl("/bin/sh", "sh", "-c", "exit 7", (char *)NULL);
+			_exit(99);
+		}
+		CHECK(pid > 0);
+		expect_child(pid, 7);
+		return NULL;
+	}
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+		_exit(child_work());
+	expect_child(pid, 0);
+	return NULL;
+}
+
+static pid_t thread_child;
+
+static void *plain_thread(void *arg)
+{
+	(void)arg;
+	thread_child = fork();
+	if (thread_child == 0) {
+		xf_fiber *f;
+		int err = xf_init(&(xf_config){.workers = 1, .slice_us = 100});
+
+		if (err)
+			_exit(20);
+		_exit(xf_spawn(&f, sets_flag, NULL, NULL) || xf_join(f, NULL) || xf_shutdown() ? 21
+															     : 0);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	xf_fiber *bg[4], *f;
+	xf_attr on1 = {.pinned = true, .worker = 1};
+	const char *how = argc > 1 ? argv[1] : "fiber";
+
+	CHECK_ERR(xf_init(&(xf_config){.workers = 3, .slice_us = 100}), 0);
+	CHECK_ERR(xf_spawn(&bg[0], spinner, NULL, NULL), 0);
+	CHECK_ERR(xf_spawn(&bg[1], spinner, NULL, NULL), 0);
+	CHECK_ERR(xf_spawn(&bg[2], sleeper, NULL, NULL), 0);
+	CHECK_ERR(xf_spawn(&bg[3], holder, NULL, NULL), 0);
+	xf_sleep_ns(2000000); /* all of them under way */
+	if (!strcmp(how, "first")) {
+		forker("fiber");
+	} else if (!strcmp(how, "thread")) {
+		pthread_t t;
+
+		CHECK(pthread_create(&t, NULL, plain_thread, NULL) == 0);
+		pthread_join(t, NULL);
+		CHECK(thread_child > 0);
+		expect_child(thread_child, 0);
+	} else {
+		CHECK_ERR(xf_spawn(&f, forker, (void *)how, &on1), 0);
+		CHECK_ERR(xf_join(f, NULL), 0);
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i < 4; i++)
+		CHECK_ERR(xf_join(bg[i], NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("%s: the child went on with the forking fiber alone; the parent went on too\n",
+	       how);
+	return 0;
+}
