@@ -19,6 +19,12 @@
  *           nor taken), a current one is deferred or taken, a forced one
  *           always counts; a plain tgkill of SIGURG is the application's
  *           (its handler runs, nothing is preempted)
+ *   nested  yield's workload, with application signals too: a SIGUSR1
+ *           handler installed SA_NODEFER with an empty mask - so the signal
+ *           mask does not show it runs - spins inside while forced ticks
+ *           land in it, also when it interrupted xf_yield's fast path; a
+ *           preemption signal nested in an application handler must leave
+ *           the run queue alone
  *   stats   xf_stats_get's errors; xf_preempt_enable without disable is
  *           harmless
  */
@@ -337,6 +343,9 @@ static void *spawner(void *arg)
  * slices.  Much faster, with three threads on this machine's two CPUs,
  * signals arrive while the handler still runs (SA_NODEFER), nest, and
  * overflow the fiber's stack: a storm no ticker sends. */
+static bool with_app_signals;
+static atomic_ulong app_handled;
+
 static void *signal_thread(void *arg)
 {
 	atomic_ulong *sent = arg;
@@ -345,12 +354,36 @@ static void *signal_thread(void *arg)
 		for (int w = 0; w < 2; w++) {
 			const int tid = atomic_load(&worker_tids[w]);
 
+			/* The application's signal first: the tick then lands
+			 * while its handler spins. */
+			if (tid && with_app_signals) {
+				syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
+				spin_for(15000); /* past the ~10 us delivery */
+			}
 			if (tid && xf__tick_send(tid, XF_TICK_TAG | XF_TICK_FORCED) == 0)
 				atomic_fetch_add(sent, 1);
 		}
 		spin_for(50 * 1000);
 	}
 	return NULL;
+}
+
+/* Long enough for the other thread's ticks to land inside, and in its own
+ * code (rdtsc, not the vDSO's clock, where preemption is deferred anyway). */
+static void app_handler(int sig, siginfo_t *si, void *uc)
+{
+	uint32_t lo, hi;
+	uint64_t end;
+
+	(void)sig;
+	(void)si;
+	(void)uc;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	end = ((uint64_t)hi << 32 | lo) + 100000; /* ~40 us */
+	do
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	while (((uint64_t)hi << 32 | lo) < end);
+	atomic_fetch_add(&app_handled, 1);
 }
 
 static void test_yield(void)
@@ -360,6 +393,13 @@ static void test_yield(void)
 	pthread_t thread;
 	xf_stats st;
 
+	if (with_app_signals) {
+		struct sigaction sa = {.sa_sigaction = app_handler,
+				       .sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART};
+
+		sigemptyset(&sa.sa_mask);
+		CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	}
 	CHECK_ERR(xf_init(&(xf_config){.workers = 2, .slice_us = 50}), 0);
 	CHECK_ERR(xf_mutex_init(&turn_lock), 0);
 	CHECK_ERR(xf_cond_init(&turn_cond), 0);
@@ -393,6 +433,11 @@ static void test_yield(void)
 			     atomic_load(&spawned), SPAWNS);
 	if (!atomic_load(&sent) || !(st.total.preemptions + st.total.preemptions_deferred))
 		xf_test_fail("no preemption signal reached the fibers");
+	if (with_app_signals) {
+		printf("nested: %lu application signals handled\n", atomic_load(&app_handled));
+		if (!atomic_load(&app_handled))
+			xf_test_fail("no application signal was handled");
+	}
 }
 
 static atomic_ulong quick_ran;
@@ -523,7 +568,7 @@ static void test_stats(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		xf_test_fail("usage: test_mask mask|libc|unsafe|yield|stale|stats");
+		xf_test_fail("usage: test_mask mask|libc|unsafe|yield|nested|stale|stats");
 	if (!strcmp(argv[1], "mask"))
 		test_mask();
 	else if (!strcmp(argv[1], "libc"))
@@ -534,6 +579,10 @@ int main(int argc, char **argv)
 		test_stale();
 	else if (!strcmp(argv[1], "yield"))
 		test_yield();
+	else if (!strcmp(argv[1], "nested")) {
+		with_app_signals = true;
+		test_yield();
+	}
 	else if (!strcmp(argv[1], "stats"))
 		test_stats();
 	else
