@@ -263,6 +263,9 @@ int xf_join(xf_fiber *f, void **result)
 	err = check_handle(f);
 	if (err)
 		return err;
+	if (xf__preempt_disabled_beyond(0) &&
+	    atomic_load_explicit(&f->state, memory_order_acquire) != XF_FIBER_DONE)
+		return xf__misuse_preempt_disabled("xf_join");
 	if (!atomic_compare_exchange_strong(&f->detach_state, &expected_state, XF_DETACH_JOINING))
 		return EINVAL; /* detached, or someone else is joining */
 	xf__wait_prepare(self);
@@ -322,6 +325,8 @@ int xf_sleep_ns(uint64_t ns)
 
 	if (!self)
 		return EPERM;
+	if (xf__preempt_disabled_beyond(0))
+		return xf__misuse_preempt_disabled("xf_sleep_ns");
 	if (!ns) {
 		xf_yield();
 		return 0;

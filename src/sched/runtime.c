@@ -92,6 +92,23 @@ static int check_config(const xf_config *cfg)
 	return 0;
 }
 
+/* Whether a misuse returns its error or aborts: XFIBER_MISUSE=return|abort,
+ * by default abort in debug builds, where it is a bug to find. */
+static bool misuse_returns(void)
+{
+	const char *m = getenv("XFIBER_MISUSE");
+
+	if (m && !strcmp(m, "return"))
+		return true;
+	if (m && !strcmp(m, "abort"))
+		return false;
+#ifdef XFIBER_DEBUG
+	return false;
+#else
+	return true;
+#endif
+}
+
 /* Room for one kernel signal frame on every fiber stack, plus the red zone. */
 static size_t frame_reserve(void)
 {
@@ -201,6 +218,7 @@ static int start(const xf_config *cfg)
 			goto fail_threads;
 	}
 	xf__rt.preempt_enabled = !cfg->cooperative;
+	xf__rt.misuse_returns = misuse_returns();
 	if (xf__rt.preempt_enabled) {
 		err = xf__ticker_start();
 		if (err)
@@ -335,6 +353,8 @@ int xf_shutdown(void)
 
 	if (!w || !atomic_load(&xf__rt.running) || w->current != xf__rt.first)
 		return EPERM;
+	if (xf__preempt_disabled_beyond(0) && atomic_load(&xf__rt.live) > 1)
+		return xf__misuse_preempt_disabled("xf_shutdown");
 	self = w->current;
 	wait_for_others(self);
 

@@ -250,6 +250,7 @@ struct xf__runtime {
 	_Atomic uint32_t shutdown_waiting;
 	bool amx_possible;     /* tiles may be in use: TILERELEASE at voluntary switches */
 	bool preempt_enabled;  /* the ticker runs */
+	bool misuse_returns;   /* a misuse returns its error rather than aborting */
 	uint64_t base_sigmask; /* the workers' signal mask (first 64 signals) */
 	pid_t pid;	       /* getpid() at xf_init: who the ticker's signals come from */
 	void *workers_alloc;   /* what `workers` points into (after a fork, not its start) */
@@ -354,6 +355,20 @@ void xf__schedule(struct xf__worker *w, enum xf__prev_action action);
 /* xf_yield() in C, for every case its assembly fast path leaves to it. */
 void xf__yield_slow(void);
 
+/* Blocking or yielding with preemption disabled by the caller (xfiber.h:
+ * "do not block or yield with preemption disabled"): the switch would end
+ * the caller's critical section behind its back.  Reports the call `what`,
+ * then aborts (debug builds, or XFIBER_MISUSE=abort) or returns EDEADLK
+ * (release builds, or XFIBER_MISUSE=return). */
+int xf__misuse_preempt_disabled(const char *what);
+
+/* Whether the caller disabled preemption, beyond the `own` levels the
+ * runtime itself holds at this point (its spinlock, say). */
+static inline bool xf__preempt_disabled_beyond(uint32_t own)
+{
+	return (xf__preempt_word_get() & XF_PREEMPT_NESTING) > own;
+}
+
 /* Makes a blocked fiber runnable: on the caller's worker when it is a
  * worker, else - or if the fiber stays on its CPU longer than a short wait
  * - on the fiber's home worker. */
@@ -402,9 +417,11 @@ void xf__timer_cancel(struct xf_fiber *f);
 void xf__timers_run(struct xf__worker *w);
 uint64_t xf__timers_next_deadline(struct xf__worker *w);
 
+/* Whether fibers are linked on ch's wait queues (sync/chan.c; tests). */
+bool xf__chan_has_waiters(xf_chan *ch);
+
 /* Wait queues (sync/waitq.c). */
 void xf__waitq_push(xf__waitq *q, struct xf_fiber *f);
-struct xf_fiber *xf__waitq_pop(xf__waitq *q);
 void xf__waitq_remove(xf__waitq *q, struct xf_fiber *f);
 struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state);
 /* Claims every waiter of q (lock held), chaining them onto list, which it

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "arch/context.h"
 #include "arch/layout.h"
@@ -163,6 +164,20 @@ void xf__schedule(struct xf__worker *w, enum xf__prev_action action)
 	schedule(w, action, &mxcsr);
 }
 
+int xf__misuse_preempt_disabled(const char *what)
+{
+	struct xf_fiber *f = xf__current();
+
+	fprintf(stderr,
+		"xfiber: fiber %llu called %s with preemption disabled (xf_preempt_disable); a "
+		"switch there would end its critical section behind its back%s\n",
+		(unsigned long long)(f ? f->id : 0), what,
+		xf__rt.misuse_returns ? ": EDEADLK" : "");
+	if (!xf__rt.misuse_returns)
+		abort();
+	return EDEADLK;
+}
+
 void xf__yield_slow(void)
 {
 	uint32_t mxcsr;
@@ -174,6 +189,10 @@ void xf__yield_slow(void)
 	w = xf__this_worker();
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
 		return;
+	if (unlikely(xf__preempt_disabled_beyond(0))) {
+		xf__misuse_preempt_disabled("xf_yield");
+		return; /* no yield: the caller's section stays closed */
+	}
 	xf__preempt_disable();
 	schedule(w, XF_PREV_REQUEUE, &mxcsr);
 	xf__preempt_enable();
@@ -260,8 +279,15 @@ int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t 
 	 * that its waker may queue too. */
 	XF_WARN_ON(!(xf__preempt_word_get() & XF_PREEMPT_NESTING));
 	w = xf__this_worker();
-	if (timeout_ns)
-		xf__timer_arm(w, self, xf__now_ns() + timeout_ns);
+	if (timeout_ns) {
+		uint64_t now = xf__now_ns();
+
+		/* A deadline past the clock's range is never: no timer. */
+		if (timeout_ns <= UINT64_MAX - now)
+			xf__timer_arm(w, self, now + timeout_ns);
+		else
+			timeout_ns = 0;
+	}
 	if (unlock)
 		xf__spin_unlock_raw(unlock);
 	xf__schedule(w, XF_PREV_BLOCK);

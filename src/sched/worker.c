@@ -158,8 +158,13 @@ bool xf__steal_request(struct xf__worker *thief, struct xf__worker *victim)
 		return false;
 	if (atomic_compare_exchange_strong_explicit(&victim->steal_request, &expected,
 						    thief->id + 1, memory_order_release,
-						    memory_order_relaxed))
+						    memory_order_relaxed)) {
+		/* A victim that went idle since it was chosen answers from its
+		 * idle loop: it must not sleep through the request, or the
+		 * thief could ask nobody else. */
+		xf__worker_kick(victim);
 		return true;
+	}
 	atomic_store(&thief->steal_pending, 0);
 	return false;
 }
@@ -203,6 +208,7 @@ static void park(struct xf__worker *w)
 	atomic_fetch_add_explicit(&xf__rt.nr_parked, 1, memory_order_seq_cst);
 	/* Re-check after announcing: a kick from now on changes park_seq. */
 	if (atomic_load_explicit(&w->inbox, memory_order_seq_cst) ||
+	    atomic_load_explicit(&w->steal_request, memory_order_seq_cst) ||
 	    atomic_load_explicit(&xf__rt.stopping, memory_order_seq_cst))
 		goto out;
 	deadline = xf__timers_next_deadline(w);

@@ -50,6 +50,16 @@ int xf_chan_create(xf_chan **out, size_t msg_size, size_t capacity)
 	return 0;
 }
 
+bool xf__chan_has_waiters(xf_chan *ch)
+{
+	bool any;
+
+	xf__spin_lock(&ch->lock);
+	any = ch->senders.head || ch->receivers.head;
+	xf__spin_unlock(&ch->lock);
+	return any;
+}
+
 int xf_chan_destroy(xf_chan *ch)
 {
 	if (!ch)
@@ -107,6 +117,10 @@ static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t time
 		xf__spin_unlock(&ch->lock);
 		return mode == TRY ? EAGAIN : !self ? EPERM : ETIMEDOUT;
 	}
+	if (xf__preempt_disabled_beyond(1)) { /* 1: the channel's lock */
+		xf__spin_unlock(&ch->lock);
+		return xf__misuse_preempt_disabled("xf_chan_send");
+	}
 	self->wait_data = (void *)msg;
 	return wait_result(xf__waitq_wait(&ch->senders, &ch->lock, self, timeout_ns));
 }
@@ -142,6 +156,10 @@ static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns
 	if (ch->closed || mode == TRY || !self || (mode == TIMED && !timeout_ns)) {
 		xf__spin_unlock(&ch->lock);
 		return ch->closed ? EPIPE : mode == TRY ? EAGAIN : !self ? EPERM : ETIMEDOUT;
+	}
+	if (xf__preempt_disabled_beyond(1)) { /* 1: the channel's lock */
+		xf__spin_unlock(&ch->lock);
+		return xf__misuse_preempt_disabled("xf_chan_recv");
 	}
 	self->wait_data = msg;
 	return wait_result(xf__waitq_wait(&ch->receivers, &ch->lock, self, timeout_ns));

@@ -35,6 +35,8 @@ static int wait_common(xf_cond *c, xf_mutex *m, uint64_t timeout_ns)
 		return EPERM;
 	if (m->owner != self)
 		return EPERM;
+	if (xf__preempt_disabled_beyond(0))
+		return xf__misuse_preempt_disabled(timeout_ns ? "xf_cond_timedwait" : "xf_cond_wait");
 	/* Queue first, then release the mutex, both under the cond's lock:
 	 * a signal sent after the unlock finds us queued (no lost wake-up). */
 	xf__spin_lock(xf__waitq_lock(&c->wq));

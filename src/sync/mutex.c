@@ -49,6 +49,10 @@ static int lock_common(xf_mutex *m, bool try)
 		xf__spin_unlock(xf__waitq_lock(&m->wq));
 		return m->owner == self && !try ? EDEADLK : EBUSY;
 	}
+	if (xf__preempt_disabled_beyond(1)) { /* 1: the queue's lock */
+		xf__spin_unlock(xf__waitq_lock(&m->wq));
+		return xf__misuse_preempt_disabled("xf_mutex_lock");
+	}
 	/* Released with the mutex already ours (hand-off). */
 	xf__waitq_wait(&m->wq, xf__waitq_lock(&m->wq), self, 0);
 	XF_WARN_ON(m->owner != self);

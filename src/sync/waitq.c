@@ -36,33 +36,27 @@ void xf__waitq_remove(xf__waitq *q, struct xf_fiber *f)
 	f->wait_queue = NULL;
 }
 
-struct xf_fiber *xf__waitq_pop(xf__waitq *q)
-{
-	struct xf_fiber *f = q->head;
-
-	if (f)
-		xf__waitq_remove(q, f);
-	return f;
-}
-
-/* Pops waiters until one can still be claimed; NULL if none.  Only a
- * timed waiter can be claimed by someone not holding the queue's lock - its
- * timer - so an untimed one is claimed with a plain store: one locked
- * instruction less on every hand-off. */
+/* Unlinks and returns the first waiter that can still be claimed; NULL if
+ * none.  Only a timed waiter can be claimed by someone not holding the
+ * queue's lock - its timer - so an untimed one is claimed with a plain
+ * store: one locked instruction less on every hand-off.  A waiter whose
+ * timer claimed it first stays linked: it unlinks itself, under this lock,
+ * and until then the object has a waiter, so that destroying it fails
+ * (EBUSY) instead of freeing what that fiber is about to lock. */
 struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state)
 {
-	struct xf_fiber *f;
-
-	while ((f = xf__waitq_pop(q))) {
+	for (struct xf_fiber *f = q->head; f; f = f->wait_next) {
 		if (!f->wait_timed) {
 			XF_WARN_ON(atomic_load_explicit(&f->wait_state, memory_order_relaxed) !=
 				   XF_WAIT_WAITING);
+			xf__waitq_remove(q, f);
 			atomic_store_explicit(&f->wait_state, state, memory_order_release);
 			return f;
 		}
-		if (xf__wait_claim(f, state))
+		if (xf__wait_claim(f, state)) {
+			xf__waitq_remove(q, f);
 			return f;
-		/* It timed out and will find itself unlinked. */
+		}
 	}
 	return NULL;
 }
