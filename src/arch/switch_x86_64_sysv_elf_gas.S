@@ -274,13 +274,15 @@ PUBLIC_FUNCTION xf_yield
 	movq	XF_W_CURRENT(%rdi), %rsi	/* prev: the calling fiber */
 	testl	$XF_FIBER_F_IDLE_BIT, XF_F_FLAGS(%rsi)
 	jnz	.Lyield_return			/* the idle context has no one to yield to */
-#ifdef XFIBER_DEBUG
-	/* Yielding with preemption disabled is a bug of the caller's: the C
-	 * path reports it (schedule()'s invariant checks). */
+	/* Yielding with preemption disabled is the caller's misuse: the C path
+	 * reports it and does not switch (a switch would end the caller's
+	 * critical section: the word is set anew for whoever resumes). */
 	movq	xf__preempt_word@gottpoff(%rip), %rax
 	testl	$XF_PREEMPT_NESTING_BITS, %fs:(%rax)
 	jnz	xf__yield_slow
-	/* So is a running fiber that is not in its ring (runq.h). */
+#ifdef XFIBER_DEBUG
+	/* A running fiber that is not in its ring (runq.h) is a bug: the C
+	 * path's invariant checks report it. */
 	cmpb	$0, XF_W_RUNQ_RUNNING_LINKED(%rdi)
 	je	xf__yield_slow
 #endif
