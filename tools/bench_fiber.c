@@ -16,6 +16,7 @@
  * says (workers inherit it) and shuts it down again before returning.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -52,6 +53,7 @@ enum {
 	FB_CPU_OVERHEAD,
 	FB_PREEMPT_COST,
 	FB_YIELD_2SITES,
+	FB_PTHREAD_LOCK,
 };
 
 /* --- running a row inside the runtime --- */
@@ -584,6 +586,83 @@ static int parked_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	return 0;
 }
 
+/* --- what the interposed C library calls add (sync/pthread.c) --- */
+
+typedef int (*lock_fn)(pthread_mutex_t *);
+
+/* ns per uncontended lock and unlock of a pthread mutex, n times. */
+static double lock_pairs_ns(lock_fn lock, lock_fn unlock, uint64_t n)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	double t0 = xf_bench_now_ns();
+
+	for (uint64_t i = 0; i < n; i++) {
+		lock(&m);
+		unlock(&m);
+	}
+	return (xf_bench_now_ns() - t0) / (double)n;
+}
+
+struct lock_thread {
+	uint64_t n;
+	double ns;
+};
+
+static void *lock_thread_main(void *arg)
+{
+	struct lock_thread *t = arg;
+
+	t->ns = lock_pairs_ns(pthread_mutex_lock, pthread_mutex_unlock, t->n);
+	return NULL;
+}
+
+#define LOCK_ROUNDS 9
+
+/* An uncontended pthread_mutex_lock/unlock pair made from a fiber, through
+ * libxfiber's wrappers, against the C library's own (found past them with
+ * RTLD_NEXT) and against the wrappers from a plain thread, which they hand
+ * straight to the C library: medians of interleaved rounds. */
+static int lock_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
+{
+	lock_fn libc_lock = (lock_fn)dlsym(RTLD_NEXT, "pthread_mutex_lock");
+	lock_fn libc_unlock = (lock_fn)dlsym(RTLD_NEXT, "pthread_mutex_unlock");
+	double fiber[LOCK_ROUNDS], libc[LOCK_ROUNDS], thread[LOCK_ROUNDS];
+	struct lock_thread t = {.n = iters / LOCK_ROUNDS + 1};
+	struct fb_runtime rt;
+	int err;
+
+	if (!libc_lock || !libc_unlock) {
+		snprintf(s->note, sizeof(s->note), "the C library's pthread_mutex_lock not found");
+		return ENOENT;
+	}
+	err = fb_start(p, (xf_config){0}, &rt, s);
+	if (err)
+		return err;
+	for (int i = 0; i < LOCK_ROUNDS; i++) {
+		pthread_t th;
+
+		fiber[i] = lock_pairs_ns(pthread_mutex_lock, pthread_mutex_unlock, t.n);
+		libc[i] = lock_pairs_ns(libc_lock, libc_unlock, t.n);
+		if (pthread_create(&th, NULL, lock_thread_main, &t) == 0) {
+			pthread_join(th, NULL);
+			thread[i] = t.ns;
+		} else {
+			thread[i] = 0;
+		}
+	}
+	fb_stop(&rt, s);
+	s->value = xf_median(fiber, LOCK_ROUNDS);
+	s->elapsed_ns = s->value * (double)(t.n * LOCK_ROUNDS);
+	snprintf(s->note, sizeof(s->note),
+		 "a lock+unlock pair from a fiber; the C library's own %.1f ns (+%.1f ns), the "
+		 "wrappers from a plain thread %.1f ns",
+		 xf_median(libc, LOCK_ROUNDS), s->value - xf_median(libc, LOCK_ROUNDS),
+		 xf_median(thread, LOCK_ROUNDS));
+	xf_bench_sample_extra(s, "libc_ns", xf_median(libc, LOCK_ROUNDS));
+	xf_bench_sample_extra(s, "thread_ns", xf_median(thread, LOCK_ROUNDS));
+	return 0;
+}
+
 static void empty_handler(int sig)
 {
 	(void)sig;
@@ -813,6 +892,8 @@ static int plan_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 		if (row)
 			row->fixed_work = true;
 	}
+	p.test = FB_PTHREAD_LOCK;
+	xf_bench_plan_add(plan, &p, lock_run, "pthread-lock/1cpu");
 	for (int kind = FB_SIGNAL_SWITCH; kind <= FB_SIGNAL_TICK; kind++) {
 		for (int st = 0; st < XF_STATE_N; st++) {
 			if (!(states & (1u << st)))

@@ -130,6 +130,8 @@ struct xf_fiber {
 	void (*once_init)(void);  /* the routine of its pthread_once call (sync/pthread.c) */
 	uint8_t owned_nr;	  /* locks its thread owns that it holds: */
 	const void *owned[XF_OWNED_LOCKS_MAX]; /* which (sync/pthread.c) */
+	uint32_t polls;		  /* rounds of its current wait as a fiber, */
+	uint64_t poll_last_ns;	  /* and when the last one ended (sync/pthread.c) */
 
 	/* The C++ runtime's state, per fiber (sched/cxx.c). */
 	struct xf__cxa_eh_globals eh;

@@ -1,43 +1,55 @@
 /*
  * pthread.c - pthread, C11, semaphore and C++ waits made from fibers.
  *
- * A fiber that waits in the kernel blocks its worker's thread, and with it
- * every other fiber that thread could run.  When what it waits for is held
- * by one of those fibers - a pthread mutex, a once-object, a C++ static's
- * guard, held by a fiber preempted in the middle - nothing moves again: a
- * preempted fiber resumes only on the thread it was interrupted on
- * (preempt/signal.c).  These calls are therefore interposed
- * (common/interpose.h); made from a fiber, each does two things around the
- * C library's own code:
+ * A fiber that waits in the kernel puts its worker's thread to sleep, and
+ * with it every other fiber that thread could run.  When what it waits for
+ * is held by one of those fibers - a pthread mutex, a once-object, a C++
+ * static's guard, held by a fiber preempted in the middle - nothing moves
+ * again: a preempted fiber resumes only on the thread it was interrupted on
+ * (preempt/signal.c).  So these calls are interposed (common/interpose.h),
+ * and made from a fiber they keep one rule:
  *
- *  1. It marks the fiber XF_BLOCKING_AT_WAIT for the length of the call:
- *     "holds no lock where it waits in the kernel".  That is true of every
- *     call here - they wait on futexes with nothing of their own held, or
- *     only locks that other callers of these same calls wait for - so the
- *     preemption handler may switch the fiber away right there, although
- *     the pc lies in libc, which is otherwise never preempted.  The kernel
- *     has rewound the wait for restart (SA_RESTART), and the fiber issues it
- *     again when it resumes; a timed wait, which the kernel ends with EINTR
- *     instead, is retried by the C library (mutexes, condition variables,
- *     rwlocks) or here (semaphores).  The ticker signals a worker whose
- *     fiber sits in such a wait at its next tick, without waiting for a
- *     slice to pass, and the handler keeps the fiber out while the futex
- *     word is unchanged and other fibers can run.
- *  2. Locks the thread owns - recursive and error-checking mutexes, the
- *     write side of rwlocks - record a thread id, and glibc decides
- *     recursion, EDEADLK and even which kind of unlock to do by comparing
- *     it with the caller's.  Two fibers of one thread would pass for one
- *     owner.  So a fiber that finds such a lock held by its own thread but
- *     not by itself waits as a fiber (yields, or sleeps with a backoff)
- *     until that changes, and a fiber that holds one stays on its thread
- *     (XF_FIBER_F_STAY) until it lets go: its unlock must come from the
- *     same thread id.  A normal mutex held by another fiber of the thread
- *     is waited out the same way, which spares the worker a sleep in the
- *     kernel until the next tick.
+ *   A fiber does not put its worker to sleep in the kernel while other
+ *   fibers of that worker are ready to run.  It tries the object (trylock,
+ *   trywait, tryjoin) and, while it must wait, lets them run first - a
+ *   yield - trying again each time it runs.  A condition variable cannot be
+ *   tried: its wait gives the others their turn and returns 0, a spurious
+ *   wake-up, which POSIX allows and every correct caller re-checks its
+ *   predicate after.  Fibers that only wait for each other's turns would
+ *   spin the CPU this way while they wait for something from outside the
+ *   worker, so after WAIT_YIELDS rounds without progress a waiter sleeps on
+ *   the runtime's timers instead, doubling from WAIT_SLEEP_MIN_NS to
+ *   WAIT_SLEEP_MAX_NS.  Progress ends the series: the wait succeeding, or
+ *   - for a condition variable - the fiber itself signalling one or
+ *   unlocking a mutex, which a fiber that only waits never does.
+ *
+ *   A fiber alone on its worker waits in the kernel, as a thread would,
+ *   marked XF_BLOCKING_AT_WAIT: "holds no lock where it waits in the
+ *   kernel", true of every wait here.  When something becomes ready on the
+ *   worker meanwhile, the ticker signals it at its next look, and the
+ *   preemption handler switches the fiber out right at its futex wait,
+ *   although the pc lies in libc, which is otherwise never preempted; the
+ *   kernel has rewound the wait for restart (SA_RESTART) and the fiber
+ *   issues it again when it resumes.  A timed wait, which the kernel ends
+ *   with EINTR instead, is retried by the C library (mutexes, condition
+ *   variables) or here (semaphores).
+ *
+ * Locks the thread owns - recursive, error-checking, robust and priority
+ * mutexes, the write side of rwlocks - record a thread id, and glibc
+ * decides recursion, EDEADLK and even which kind of unlock to do by
+ * comparing it with the caller's: two fibers of one thread would pass for
+ * one owner.  So a fiber that finds one held by its own thread but not by
+ * itself waits as a fiber until that changes - recursive mutexes are only
+ * ever tried, never waited for in the kernel - and a fiber that holds one
+ * stays on its thread (XF_FIBER_F_STAY) until it lets go: its unlock must
+ * come from the same thread id.  A once-object in progress and a C++ static
+ * being built are waited out as a fiber too, whoever runs the routine.
  *
  * pthread_once's routine, unlike the waits, is the program's own code: it
  * runs with the mark taken off (once_routine), so a lock the C library
- * takes inside it is not mistaken for one that is safe to wait at.
+ * takes inside it is not mistaken for one that is safe to wait at.  C11's
+ * mtx_, cnd_, call_once and thrd_join are glibc's pthread calls under other
+ * names, and go through the ones here.
  *
  * Outside a fiber, and with preemption disabled, every call is the C
  * library's, untouched.
@@ -60,9 +72,12 @@
 #define MUTEX_ROBUST	   16
 #define MUTEX_PRIO_INHERIT 32
 #define MUTEX_PRIO_PROTECT 64
+#define FUTEX_TID_MASK	   0x3fffffff
 
-#define WAIT_BACKOFF_MIN_NS 1000
-#define WAIT_BACKOFF_MAX_NS (1000 * 1000)
+#define WAIT_YIELDS	   32		/* yields in a row, then sleeps */
+#define WAIT_SLEEP_MIN_NS  (10 * 1000)
+#define WAIT_SLEEP_MAX_NS  (1000 * 1000)
+#define WAIT_SERIES_GAP_NS (1000 * 1000) /* a round after this long starts anew */
 
 /* The calling fiber, if these calls should treat it as one: not the
  * runtime's own code, nor code that disabled preemption. */
@@ -86,7 +101,7 @@ static void unmark(struct xf_fiber *f, uint8_t prev)
 	__atomic_store_n(&f->blocking, prev, __ATOMIC_RELAXED);
 }
 
-/* C library call `call`, made by fiber f (or NULL) as a blocking call. */
+/* C library call `call`, made by fiber f (or NULL) as a wait in the kernel. */
 #define BLOCKING(f, kind, call)                                                                    \
 	({                                                                                         \
 		struct xf_fiber *f_ = (f);                                                         \
@@ -96,6 +111,50 @@ static void unmark(struct xf_fiber *f, uint8_t prev)
 			unmark(f_, prev_);                                                         \
 		r_;                                                                                \
 	})
+
+/* --- waiting as a fiber --- */
+
+/* Whether other fibers of this worker are ready to run. */
+static bool others_ready(void)
+{
+	return atomic_load_explicit(&xf__this_worker()->nr_queued, memory_order_relaxed) != 0;
+}
+
+/* One round of a wait as a fiber: the others of this worker run (a yield),
+ * or, after WAIT_YIELDS rounds without progress or with nobody else ready,
+ * this fiber sleeps a while.  ETIMEDOUT at deadline_ns (CLOCK_MONOTONIC;
+ * 0 = none), else 0. */
+static int wait_round(struct xf_fiber *f, uint64_t deadline_ns)
+{
+	uint64_t now = xf__now_ns(), ns;
+
+	if (deadline_ns && now >= deadline_ns)
+		return ETIMEDOUT;
+	if (now - f->poll_last_ns > WAIT_SERIES_GAP_NS)
+		f->polls = 0;
+	if (f->polls < WAIT_YIELDS && others_ready()) {
+		xf_yield();
+	} else {
+		unsigned doublings = f->polls < WAIT_YIELDS ? 0 : (f->polls - WAIT_YIELDS) / 4;
+
+		ns = doublings >= 7 ? WAIT_SLEEP_MAX_NS : WAIT_SLEEP_MIN_NS << doublings;
+		if (ns > WAIT_SLEEP_MAX_NS)
+			ns = WAIT_SLEEP_MAX_NS;
+		if (deadline_ns && ns > deadline_ns - now)
+			ns = deadline_ns - now;
+		xf_sleep_ns(ns);
+	}
+	f->polls++;
+	f->poll_last_ns = xf__now_ns();
+	return 0;
+}
+
+/* The fiber made progress: its next wait yields again before it sleeps. */
+static void progress(struct xf_fiber *f)
+{
+	if (f)
+		f->polls = 0;
+}
 
 /* --- thread-owned locks --- */
 
@@ -144,63 +203,18 @@ static bool held_here_by_another(const struct xf_fiber *f, pid_t owner, const vo
 	return owner && owner == my_tid() && !owns(f, lock);
 }
 
-/* Waits as a fiber while `held` says the lock is another fiber's of this
- * thread: a yield when other fibers wait to run (the holder may be one),
- * else a sleep, doubled each time.  0, or ETIMEDOUT at deadline_ns
- * (CLOCK_MONOTONIC; 0 = none). */
+/* Waits as a fiber while `held` says so.  0, or ETIMEDOUT at deadline_ns. */
 static int wait_out(struct xf_fiber *f, bool (*held)(struct xf_fiber *, const void *),
 		    const void *lock, uint64_t deadline_ns)
 {
-	uint64_t ns = WAIT_BACKOFF_MIN_NS;
+	int err = 0;
 
-	while (held(f, lock)) {
-		if (deadline_ns && xf__now_ns() >= deadline_ns)
-			return ETIMEDOUT;
-		if (atomic_load_explicit(&xf__this_worker()->nr_queued, memory_order_relaxed)) {
-			xf_yield();
-			continue;
-		}
-		xf_sleep_ns(ns);
-		if (ns < WAIT_BACKOFF_MAX_NS)
-			ns *= 2;
-	}
-	return 0;
+	while (!err && held(f, lock))
+		err = wait_round(f, deadline_ns);
+	return err;
 }
 
-static int mutex_kind(const pthread_mutex_t *m)
-{
-	return __atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED);
-}
-
-/* Recursive, error-checking, robust and priority-inheriting mutexes
- * compare their owner's thread id with the caller's. */
-static bool mutex_thread_owned(const pthread_mutex_t *m)
-{
-	int kind = mutex_kind(m);
-
-	return (kind & MUTEX_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE_NP ||
-	       (kind & MUTEX_TYPE_MASK) == PTHREAD_MUTEX_ERRORCHECK_NP ||
-	       (kind & (MUTEX_ROBUST | MUTEX_PRIO_INHERIT | MUTEX_PRIO_PROTECT));
-}
-
-static bool mutex_held_here(struct xf_fiber *f, const void *lock)
-{
-	const pthread_mutex_t *m = lock;
-
-	return held_here_by_another(f, __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) &
-					   0x3fffffff /* FUTEX_TID_MASK */,
-				    lock);
-}
-
-static bool rwlock_held_here(struct xf_fiber *f, const void *lock)
-{
-	const pthread_rwlock_t *rw = lock;
-
-	return held_here_by_another(
-	    f, __atomic_load_n(&rw->__data.__cur_writer, __ATOMIC_RELAXED), lock);
-}
-
-/* CLOCK_MONOTONIC deadline for an absolute time on clock c. */
+/* CLOCK_MONOTONIC deadline for an absolute time on clock c (0: none). */
 static uint64_t deadline_of(clockid_t c, const struct timespec *abstime)
 {
 	struct timespec now;
@@ -214,114 +228,195 @@ static uint64_t deadline_of(clockid_t c, const struct timespec *abstime)
 	return xf__now_ns() + (uint64_t)(left > 0 ? left : 1);
 }
 
-/* The common part of every mutex lock: wait out another fiber of this
- * thread, lock, remember a thread-owned one. */
-#define MUTEX_LOCK(m, deadline, call)                                                              \
+/* --- mutexes --- */
+
+static int mutex_kind(const pthread_mutex_t *m)
+{
+	return __atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED);
+}
+
+/* Recursive, error-checking, robust and priority mutexes compare their
+ * owner's thread id with the caller's. */
+static bool mutex_thread_owned(const pthread_mutex_t *m)
+{
+	int kind = mutex_kind(m);
+
+	return (kind & MUTEX_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE_NP ||
+	       (kind & MUTEX_TYPE_MASK) == PTHREAD_MUTEX_ERRORCHECK_NP ||
+	       (kind & (MUTEX_ROBUST | MUTEX_PRIO_INHERIT | MUTEX_PRIO_PROTECT));
+}
+
+static bool mutex_held_here(struct xf_fiber *f, const void *lock)
+{
+	const pthread_mutex_t *m = lock;
+
+	return held_here_by_another(
+	    f, __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) & FUTEX_TID_MASK, lock);
+}
+
+XF_INTERPOSE(int, pthread_mutex_trylock, (pthread_mutex_t * m));
+
+/* A trylock that another fiber of this thread cannot slip into between the
+ * look at the owner and the lock (a recursive mutex would count it in). */
+static int mutex_try(struct xf_fiber *f, pthread_mutex_t *m)
+{
+	int err = EBUSY;
+
+	xf__preempt_disable();
+	if (!mutex_held_here(f, m))
+		err = XF_REAL(pthread_mutex_trylock)(m);
+	xf__preempt_enable();
+	if (!err && mutex_thread_owned(m))
+		own(f, m);
+	return err;
+}
+
+/* Locks m for fiber f by tries while it must wait as a fiber, then - a
+ * normal mutex, nothing else ready - by `block` in the kernel. */
+#define MUTEX_LOCK(f, m, deadline, block)                                                          \
 	({                                                                                         \
-		struct xf_fiber *f = fiber();                                                      \
-		int err = f ? wait_out(f, mutex_held_here, (m), (deadline)) : 0;                   \
-		if (!err)                                                                          \
-			err = BLOCKING(f, XF_BLOCKING_AT_WAIT, call);                              \
-		if (!err && f && mutex_thread_owned(m))                                            \
-			own(f, (m));                                                               \
-		err;                                                                               \
+		int err_;                                                                          \
+		for (;;) {                                                                         \
+			if (owns(f, m)) { /* again: recursion, or EDEADLK */                       \
+				err_ = (block);                                                    \
+				break;                                                             \
+			}                                                                          \
+			if (mutex_thread_owned(m) || others_ready() || mutex_held_here(f, m)) {    \
+				err_ = mutex_try(f, m);                                            \
+				if (err_ != EBUSY)                                                 \
+					break;                                                     \
+				err_ = wait_round(f, (deadline));                                  \
+				if (err_)                                                          \
+					break;                                                     \
+				continue;                                                          \
+			}                                                                          \
+			err_ = BLOCKING(f, XF_BLOCKING_AT_WAIT, block);                            \
+			break;                                                                     \
+		}                                                                                  \
+		if (!err_)                                                                         \
+			progress(f);                                                               \
+		err_;                                                                              \
 	})
 
 XF_INTERPOSE(int, pthread_mutex_lock, (pthread_mutex_t * m))
 {
-	return MUTEX_LOCK(m, 0, XF_REAL(pthread_mutex_lock)(m));
+	struct xf_fiber *f = fiber();
+
+	if (!f)
+		return XF_REAL(pthread_mutex_lock)(m);
+	/* The common case first: free, and nobody of this thread in the way. */
+	if (!mutex_thread_owned(m) && XF_REAL(pthread_mutex_trylock)(m) == 0)
+		return 0;
+	return MUTEX_LOCK(f, m, 0, XF_REAL(pthread_mutex_lock)(m));
 }
 
 XF_INTERPOSE(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *t))
 {
-	return MUTEX_LOCK(m, deadline_of(CLOCK_REALTIME, t), XF_REAL(pthread_mutex_timedlock)(m, t));
+	struct xf_fiber *f = fiber();
+
+	if (!f)
+		return XF_REAL(pthread_mutex_timedlock)(m, t);
+	return MUTEX_LOCK(f, m, deadline_of(CLOCK_REALTIME, t),
+			  XF_REAL(pthread_mutex_timedlock)(m, t));
 }
 
 XF_INTERPOSE(int, pthread_mutex_clocklock,
 	     (pthread_mutex_t * m, clockid_t c, const struct timespec *t))
 {
-	return MUTEX_LOCK(m, deadline_of(c, t), XF_REAL(pthread_mutex_clocklock)(m, c, t));
+	struct xf_fiber *f = fiber();
+
+	if (!f)
+		return XF_REAL(pthread_mutex_clocklock)(m, c, t);
+	return MUTEX_LOCK(f, m, deadline_of(c, t), XF_REAL(pthread_mutex_clocklock)(m, c, t));
 }
 
 XF_INTERPOSE(int, pthread_mutex_trylock, (pthread_mutex_t * m))
 {
 	struct xf_fiber *f = fiber();
+
+	if (!f)
+		return XF_REAL(pthread_mutex_trylock)(m);
+	return owns(f, m) ? XF_REAL(pthread_mutex_trylock)(m) : mutex_try(f, m);
+}
+
+XF_INTERPOSE(int, pthread_mutex_unlock, (pthread_mutex_t * m));
+
+static int mutex_unlock(struct xf_fiber *f, pthread_mutex_t *m)
+{
 	int err;
 
-	/* A recursive mutex would count another fiber of this thread in. */
-	if (f && mutex_held_here(f, m))
-		return EBUSY;
-	err = XF_REAL(pthread_mutex_trylock)(m);
-	if (!err && f && mutex_thread_owned(m))
-		own(f, m);
+	/* Another fiber's lock, which glibc would take for ours. */
+	if (!owns(f, m) && mutex_held_here(f, m))
+		return EPERM;
+	err = XF_REAL(pthread_mutex_unlock)(m);
+	if (!err && (__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) & FUTEX_TID_MASK) !=
+			my_tid())
+		disown(f, m); /* released, not just one level of recursion */
 	return err;
 }
 
 XF_INTERPOSE(int, pthread_mutex_unlock, (pthread_mutex_t * m))
 {
 	struct xf_fiber *f = fiber();
-	int err;
 
+	progress(f);
+	/* The common case first: a normal mutex, whose unlock needs nothing. */
 	if (!f || !mutex_thread_owned(m))
 		return XF_REAL(pthread_mutex_unlock)(m);
-	/* Another fiber's lock, which glibc would take for ours. */
-	if (mutex_held_here(f, m) && (mutex_kind(m) & MUTEX_TYPE_MASK) != PTHREAD_MUTEX_NORMAL)
-		return EPERM;
-	err = XF_REAL(pthread_mutex_unlock)(m);
-	if (!err && __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) != my_tid())
-		disown(f, m); /* released, not just one level of recursion */
-	return err;
+	return mutex_unlock(f, m);
 }
 
 /* --- condition variables --- */
 
-/* After glibc's wait re-locked m (a thread-owned kind): if another fiber of
- * this thread held it meanwhile, glibc counted us in (recursive) or gave
- * up (error-checking, EDEADLK); take it properly, as a fiber.  What the
- * wait returned stands: a wake-up that needs a second look is allowed. */
-static int cond_relock(struct xf_fiber *f, pthread_mutex_t *m, int err)
+/* A wait while other fibers of this worker are ready, or on a mutex its
+ * thread owns: their turn first, then a spurious wake-up with the mutex
+ * held again; ETIMEDOUT past deadline_ns. */
+static int cond_wait_round(struct xf_fiber *f, pthread_mutex_t *m, uint64_t deadline_ns)
 {
-	int type = mutex_kind(m) & MUTEX_TYPE_MASK;
+	int err = mutex_thread_owned(m) ? mutex_unlock(f, m) : XF_REAL(pthread_mutex_unlock)(m);
+	uint32_t polls;
 
-	if (type == PTHREAD_MUTEX_RECURSIVE_NP && !err && m->__data.__count > 1) {
-		XF_REAL(pthread_mutex_unlock)(m);
-		err = pthread_mutex_lock(m) ?: err;
-	} else if (type == PTHREAD_MUTEX_ERRORCHECK_NP && err == EDEADLK) {
-		err = pthread_mutex_lock(m);
-	} else if (!err) {
-		own(f, m);
-	}
+	if (err)
+		return err;
+	err = wait_round(f, deadline_ns);
+	polls = f->polls; /* the lock again is no progress of the wait's */
+	MUTEX_LOCK(f, m, 0, XF_REAL(pthread_mutex_lock)(m));
+	f->polls = polls;
+	if (!err && deadline_ns && xf__now_ns() >= deadline_ns)
+		err = ETIMEDOUT;
 	return err;
 }
 
-#define COND_WAIT(c, m, call)                                                                      \
+#define COND_WAIT(c, m, deadline, block)                                                           \
 	({                                                                                         \
 		struct xf_fiber *f = fiber();                                                      \
-		bool owned = f && mutex_thread_owned(m);                                           \
-		int err;                                                                           \
-		if (owned)                                                                         \
-			disown(f, (m)); /* glibc releases it for the wait */                       \
-		err = BLOCKING(f, XF_BLOCKING_AT_WAIT, call);                                      \
-		if (owned)                                                                         \
-			err = cond_relock(f, (m), err);                                            \
-		err;                                                                               \
+		int err_;                                                                          \
+		if (!f)                                                                            \
+			err_ = (block);                                                            \
+		else if (others_ready() || mutex_thread_owned(m))                                  \
+			err_ = cond_wait_round(f, (m), (deadline));                                \
+		else                                                                               \
+			err_ = BLOCKING(f, XF_BLOCKING_AT_WAIT, block);                            \
+		err_;                                                                              \
 	})
 
 XF_INTERPOSE(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m))
 {
-	return COND_WAIT(c, m, XF_REAL_VERSION(pthread_cond_wait, "GLIBC_2.3.2")(c, m));
+	return COND_WAIT(c, m, 0, XF_REAL_VERSION(pthread_cond_wait, "GLIBC_2.3.2")(c, m));
 }
 
 XF_INTERPOSE(int, pthread_cond_timedwait,
 	     (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t))
 {
-	return COND_WAIT(c, m, XF_REAL_VERSION(pthread_cond_timedwait, "GLIBC_2.3.2")(c, m, t));
+	return COND_WAIT(c, m, deadline_of(CLOCK_REALTIME, t),
+			 XF_REAL_VERSION(pthread_cond_timedwait, "GLIBC_2.3.2")(c, m, t));
 }
 
 XF_INTERPOSE(int, pthread_cond_clockwait,
 	     (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clk, const struct timespec *t))
 {
-	return COND_WAIT(c, m, XF_REAL(pthread_cond_clockwait)(c, m, clk, t));
+	return COND_WAIT(c, m, deadline_of(clk, t),
+			 XF_REAL(pthread_cond_clockwait)(c, m, clk, t));
 }
 
 /* Signalling may wait too: for the waiters of the group it closes to leave
@@ -329,61 +424,95 @@ XF_INTERPOSE(int, pthread_cond_clockwait,
  * calls on it wait for, all of them marked. */
 XF_INTERPOSE(int, pthread_cond_signal, (pthread_cond_t * c))
 {
-	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT,
+	struct xf_fiber *f = fiber();
+
+	progress(f);
+	return BLOCKING(f, XF_BLOCKING_AT_WAIT,
 			XF_REAL_VERSION(pthread_cond_signal, "GLIBC_2.3.2")(c));
 }
 
 XF_INTERPOSE(int, pthread_cond_broadcast, (pthread_cond_t * c))
 {
-	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT,
+	struct xf_fiber *f = fiber();
+
+	progress(f);
+	return BLOCKING(f, XF_BLOCKING_AT_WAIT,
 			XF_REAL_VERSION(pthread_cond_broadcast, "GLIBC_2.3.2")(c));
 }
 
 /* --- rwlocks --- */
 
-#define RWLOCK(rw, deadline, write, call)                                                          \
+static bool rwlock_held_here(struct xf_fiber *f, const void *lock)
+{
+	const pthread_rwlock_t *rw = lock;
+
+	return held_here_by_another(
+	    f, __atomic_load_n(&rw->__data.__cur_writer, __ATOMIC_RELAXED), lock);
+}
+
+/* Tries while it must wait as a fiber, then blocks; an EDEADLK from glibc
+ * when another fiber of this thread took the write side meanwhile is only
+ * another round. */
+#define RWLOCK(rw, deadline, write, try, block)                                                   \
 	({                                                                                         \
 		struct xf_fiber *f = fiber();                                                      \
-		int err = f ? wait_out(f, rwlock_held_here, (rw), (deadline)) : 0;                 \
-		if (!err)                                                                          \
-			err = BLOCKING(f, XF_BLOCKING_AT_WAIT, call);                              \
-		if (!err && f && (write))                                                          \
+		int err_;                                                                          \
+		for (;;) {                                                                         \
+			if (!f) {                                                                  \
+				err_ = (block);                                                    \
+				break;                                                             \
+			}                                                                          \
+			if (rwlock_held_here(f, rw) || others_ready()) {                           \
+				err_ = rwlock_held_here(f, rw) ? EBUSY : (try);                    \
+			} else {                                                                   \
+				err_ = BLOCKING(f, XF_BLOCKING_AT_WAIT, block);                    \
+				if (err_ == EDEADLK && !owns(f, rw))                               \
+					err_ = EBUSY;                                              \
+			}                                                                          \
+			if (err_ != EBUSY || (err_ = wait_round(f, (deadline))))                   \
+				break;                                                             \
+		}                                                                                  \
+		if (!err_ && f && (write))                                                         \
 			own(f, (rw));                                                              \
-		err;                                                                               \
+		if (!err_)                                                                         \
+			progress(f);                                                               \
+		err_;                                                                              \
 	})
 
 XF_INTERPOSE(int, pthread_rwlock_rdlock, (pthread_rwlock_t * rw))
 {
-	return RWLOCK(rw, 0, false, XF_REAL(pthread_rwlock_rdlock)(rw));
+	return RWLOCK(rw, 0, false, pthread_rwlock_tryrdlock(rw), XF_REAL(pthread_rwlock_rdlock)(rw));
 }
 
 XF_INTERPOSE(int, pthread_rwlock_wrlock, (pthread_rwlock_t * rw))
 {
-	return RWLOCK(rw, 0, true, XF_REAL(pthread_rwlock_wrlock)(rw));
+	return RWLOCK(rw, 0, true, pthread_rwlock_trywrlock(rw), XF_REAL(pthread_rwlock_wrlock)(rw));
 }
 
 XF_INTERPOSE(int, pthread_rwlock_timedrdlock, (pthread_rwlock_t * rw, const struct timespec *t))
 {
-	return RWLOCK(rw, deadline_of(CLOCK_REALTIME, t), false,
+	return RWLOCK(rw, deadline_of(CLOCK_REALTIME, t), false, pthread_rwlock_tryrdlock(rw),
 		      XF_REAL(pthread_rwlock_timedrdlock)(rw, t));
 }
 
 XF_INTERPOSE(int, pthread_rwlock_timedwrlock, (pthread_rwlock_t * rw, const struct timespec *t))
 {
-	return RWLOCK(rw, deadline_of(CLOCK_REALTIME, t), true,
+	return RWLOCK(rw, deadline_of(CLOCK_REALTIME, t), true, pthread_rwlock_trywrlock(rw),
 		      XF_REAL(pthread_rwlock_timedwrlock)(rw, t));
 }
 
 XF_INTERPOSE(int, pthread_rwlock_clockrdlock,
 	     (pthread_rwlock_t * rw, clockid_t c, const struct timespec *t))
 {
-	return RWLOCK(rw, deadline_of(c, t), false, XF_REAL(pthread_rwlock_clockrdlock)(rw, c, t));
+	return RWLOCK(rw, deadline_of(c, t), false, pthread_rwlock_tryrdlock(rw),
+		      XF_REAL(pthread_rwlock_clockrdlock)(rw, c, t));
 }
 
 XF_INTERPOSE(int, pthread_rwlock_clockwrlock,
 	     (pthread_rwlock_t * rw, clockid_t c, const struct timespec *t))
 {
-	return RWLOCK(rw, deadline_of(c, t), true, XF_REAL(pthread_rwlock_clockwrlock)(rw, c, t));
+	return RWLOCK(rw, deadline_of(c, t), true, pthread_rwlock_trywrlock(rw),
+		      XF_REAL(pthread_rwlock_clockwrlock)(rw, c, t));
 }
 
 XF_INTERPOSE(int, pthread_rwlock_trywrlock, (pthread_rwlock_t * rw))
@@ -414,6 +543,21 @@ XF_INTERPOSE(int, pthread_rwlock_unlock, (pthread_rwlock_t * rw))
 
 /* --- once-objects --- */
 
+/* glibc's once word: bit 0 while the routine runs, bit 1 once it has run
+ * (the fork generation above them). */
+#define ONCE_IN_PROGRESS 1
+#define ONCE_DONE	 2
+
+/* Whoever runs the routine - a fiber of this worker or not - is waited for
+ * as a fiber: no owner is recorded to tell. */
+static bool once_running(struct xf_fiber *f, const void *lock)
+{
+	int v = __atomic_load_n((const int *)lock, __ATOMIC_ACQUIRE);
+
+	(void)f;
+	return (v & (ONCE_IN_PROGRESS | ONCE_DONE)) == ONCE_IN_PROGRESS;
+}
+
 /* The routine runs as the program's own code, unmarked. */
 static void once_routine(void)
 {
@@ -433,6 +577,7 @@ XF_INTERPOSE(int, pthread_once, (pthread_once_t * once, void (*init)(void)))
 
 	if (!f)
 		return XF_REAL(pthread_once)(once, init);
+	wait_out(f, once_running, once, 0);
 	outer = f->once_init; /* a routine that calls pthread_once itself */
 	f->once_init = init;
 	err = BLOCKING(f, XF_BLOCKING_AT_WAIT, XF_REAL(pthread_once)(once, once_routine));
@@ -444,105 +589,176 @@ XF_INTERPOSE(int, pthread_once, (pthread_once_t * once, void (*init)(void)))
 
 /* A timed semaphore wait cut short by the runtime's own signal (EINTR) is
  * resumed; one an application signal interrupted is not. */
-#define SEM_WAIT(call)                                                                             \
+#define SEM_BLOCK(f, call)                                                                         \
 	({                                                                                         \
-		struct xf_fiber *f = fiber();                                                      \
-		int r;                                                                             \
+		int blk_r_;                                                                            \
 		for (;;) {                                                                         \
-			uint32_t ticks = f ? f->preempt_signals : 0;                               \
+			uint32_t ticks = (f)->preempt_signals;                                     \
 			uint64_t app = xf__signal_app_count();                                     \
-			r = BLOCKING(f, XF_BLOCKING_AT_WAIT, call);                                \
-			if (r == 0 || errno != EINTR || !f || f->preempt_signals == ticks ||       \
-			    xf__signal_app_count() != app)                                         \
+			blk_r_ = BLOCKING((f), XF_BLOCKING_AT_WAIT, call);                             \
+			if (blk_r_ == 0 || errno != EINTR || !xf__eintr_was_ours(ticks, app))          \
 				break;                                                             \
 		}                                                                                  \
-		r;                                                                                 \
+		blk_r_;                                                                                \
+	})
+
+#define SEM_WAIT(s, deadline, call)                                                                \
+	({                                                                                         \
+		struct xf_fiber *f = fiber();                                                      \
+		int wait_r_;                                                                            \
+		for (;;) {                                                                         \
+			if (!f) {                                                                  \
+				wait_r_ = (call);                                                       \
+				break;                                                             \
+			}                                                                          \
+			if (!others_ready()) {                                                     \
+				wait_r_ = SEM_BLOCK(f, call);                                           \
+				break;                                                             \
+			}                                                                          \
+			if ((wait_r_ = sem_trywait(s)) == 0 || errno != EAGAIN) {                       \
+				progress(f);                                                       \
+				break;                                                             \
+			}                                                                          \
+			if (wait_round(f, (deadline))) {                                           \
+				errno = ETIMEDOUT;                                                 \
+				break;                                                             \
+			}                                                                          \
+		}                                                                                  \
+		wait_r_;                                                                                \
 	})
 
 XF_INTERPOSE(int, sem_wait, (sem_t * s))
 {
-	return SEM_WAIT(XF_REAL(sem_wait)(s));
+	return SEM_WAIT(s, 0, XF_REAL(sem_wait)(s));
 }
 
 XF_INTERPOSE(int, sem_timedwait, (sem_t * s, const struct timespec *t))
 {
-	return SEM_WAIT(XF_REAL(sem_timedwait)(s, t));
+	return SEM_WAIT(s, deadline_of(CLOCK_REALTIME, t), XF_REAL(sem_timedwait)(s, t));
 }
 
 XF_INTERPOSE(int, sem_clockwait, (sem_t * s, clockid_t c, const struct timespec *t))
 {
-	return SEM_WAIT(XF_REAL(sem_clockwait)(s, c, t));
+	return SEM_WAIT(s, deadline_of(c, t), XF_REAL(sem_clockwait)(s, c, t));
 }
 
 /* --- the rest of the waits --- */
 
 XF_INTERPOSE(int, pthread_barrier_wait, (pthread_barrier_t * b))
 {
+	/* Nothing to try: always a wait in the kernel. */
 	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT, XF_REAL(pthread_barrier_wait)(b));
 }
 
 XF_INTERPOSE(int, pthread_spin_lock, (pthread_spinlock_t * l))
 {
+	struct xf_fiber *f = fiber();
+
+	while (f && others_ready()) {
+		if (pthread_spin_trylock(l) == 0)
+			return 0;
+		wait_round(f, 0);
+	}
 	/* Its loop holds nothing: preemptible anywhere in it. */
-	return BLOCKING(fiber(), XF_BLOCKING_SPIN, XF_REAL(pthread_spin_lock)(l));
+	return BLOCKING(f, XF_BLOCKING_SPIN, XF_REAL(pthread_spin_lock)(l));
 }
 
 XF_INTERPOSE(int, pthread_join, (pthread_t t, void **result))
 {
-	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT, XF_REAL(pthread_join)(t, result));
+	struct xf_fiber *f = fiber();
+
+	while (f && others_ready()) {
+		int err = pthread_tryjoin_np(t, result);
+
+		if (err != EBUSY)
+			return err;
+		wait_round(f, 0);
+	}
+	return BLOCKING(f, XF_BLOCKING_AT_WAIT, XF_REAL(pthread_join)(t, result));
 }
 
-/* C11 threads: glibc implements them on the pthread calls above, but calls
- * its own internal entry points, past the interposition. */
-XF_INTERPOSE(int, mtx_lock, (mtx_t * m))
+/* --- C11 threads: glibc's pthread calls under other names --- */
+
+static int thrd_result(int err)
 {
-	return MUTEX_LOCK((pthread_mutex_t *)m, 0, XF_REAL(mtx_lock)(m));
+	switch (err) {
+	case 0: return thrd_success;
+	case EBUSY: return thrd_busy;
+	case ETIMEDOUT: return thrd_timedout;
+	case ENOMEM: return thrd_nomem;
+	default: return thrd_error;
+	}
 }
 
-XF_INTERPOSE(int, mtx_timedlock, (mtx_t * m, const struct timespec *t))
+XF_REPLACE(int, mtx_lock, (mtx_t * m))
 {
-	int r = MUTEX_LOCK((pthread_mutex_t *)m, deadline_of(CLOCK_REALTIME, t),
-			   XF_REAL(mtx_timedlock)(m, t));
-
-	return r == ETIMEDOUT ? thrd_timedout : r;
+	return thrd_result(pthread_mutex_lock((pthread_mutex_t *)m));
 }
 
-XF_INTERPOSE(int, mtx_unlock, (mtx_t * m))
+XF_REPLACE(int, mtx_timedlock, (mtx_t * m, const struct timespec *t))
 {
-	return pthread_mutex_unlock((pthread_mutex_t *)m) ? thrd_error : thrd_success;
+	return thrd_result(pthread_mutex_timedlock((pthread_mutex_t *)m, t));
 }
 
-XF_INTERPOSE(int, cnd_wait, (cnd_t * c, mtx_t *m))
+XF_REPLACE(int, mtx_trylock, (mtx_t * m))
 {
-	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT, XF_REAL(cnd_wait)(c, m));
+	return thrd_result(pthread_mutex_trylock((pthread_mutex_t *)m));
 }
 
-XF_INTERPOSE(int, cnd_timedwait, (cnd_t * c, mtx_t *m, const struct timespec *t))
+XF_REPLACE(int, mtx_unlock, (mtx_t * m))
 {
-	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT, XF_REAL(cnd_timedwait)(c, m, t));
+	return thrd_result(pthread_mutex_unlock((pthread_mutex_t *)m));
 }
 
-XF_INTERPOSE(int, cnd_signal, (cnd_t * c))
+XF_REPLACE(int, cnd_wait, (cnd_t * c, mtx_t *m))
 {
-	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT, XF_REAL(cnd_signal)(c));
+	return thrd_result(pthread_cond_wait((pthread_cond_t *)c, (pthread_mutex_t *)m));
 }
 
-XF_INTERPOSE(int, cnd_broadcast, (cnd_t * c))
+XF_REPLACE(int, cnd_timedwait, (cnd_t * c, mtx_t *m, const struct timespec *t))
 {
-	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT, XF_REAL(cnd_broadcast)(c));
+	return thrd_result(pthread_cond_timedwait((pthread_cond_t *)c, (pthread_mutex_t *)m, t));
 }
 
-XF_INTERPOSE(void, call_once, (once_flag * once, void (*init)(void)))
+XF_REPLACE(int, cnd_signal, (cnd_t * c))
+{
+	return thrd_result(pthread_cond_signal((pthread_cond_t *)c));
+}
+
+XF_REPLACE(int, cnd_broadcast, (cnd_t * c))
+{
+	return thrd_result(pthread_cond_broadcast((pthread_cond_t *)c));
+}
+
+XF_REPLACE(void, call_once, (once_flag * once, void (*init)(void)))
 {
 	pthread_once((pthread_once_t *)once, init);
 }
 
-XF_INTERPOSE(int, thrd_join, (thrd_t t, int *result))
+XF_REPLACE(int, thrd_join, (thrd_t t, int *result))
 {
-	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT, XF_REAL(thrd_join)(t, result));
+	void *r;
+	int err = pthread_join((pthread_t)t, &r);
+
+	if (!err && result)
+		*result = (int)(intptr_t)r;
+	return thrd_result(err);
 }
 
 /* --- C++ function-local statics: libstdc++'s guard --- */
+
+/* libstdc++'s guard word (guard.cc, with futexes): byte 0 set once the
+ * object is built, bit 8 while a thread builds it. */
+#define GUARD_DONE    1
+#define GUARD_PENDING 0x100
+
+static bool guard_building(struct xf_fiber *f, const void *lock)
+{
+	int v = __atomic_load_n((const int *)lock, __ATOMIC_ACQUIRE);
+
+	(void)f;
+	return (v & (GUARD_DONE | GUARD_PENDING)) == GUARD_PENDING;
+}
 
 /* The Itanium C++ ABI's guard acquisition; the initialiser itself runs
  * after it returns, in the program's code. */
@@ -551,7 +767,11 @@ static __typeof__(__cxa_guard_acquire) *xf__real___cxa_guard_acquire;
 
 int __cxa_guard_acquire(uint64_t *guard)
 {
-	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT, XF_REAL(__cxa_guard_acquire)(guard));
+	struct xf_fiber *f = fiber();
+
+	if (f)
+		wait_out(f, guard_building, guard, 0);
+	return BLOCKING(f, XF_BLOCKING_AT_WAIT, XF_REAL(__cxa_guard_acquire)(guard));
 }
 
 /* xf_init: every definition replaced here found once, in advance (and this
@@ -583,13 +803,4 @@ void xf__pthread_interpose_resolve(void)
 	(void)XF_REAL(pthread_barrier_wait);
 	(void)XF_REAL(pthread_spin_lock);
 	(void)XF_REAL(pthread_join);
-	(void)XF_REAL(mtx_lock);
-	(void)XF_REAL(mtx_timedlock);
-	(void)XF_REAL(mtx_unlock);
-	(void)XF_REAL(cnd_wait);
-	(void)XF_REAL(cnd_timedwait);
-	(void)XF_REAL(cnd_signal);
-	(void)XF_REAL(cnd_broadcast);
-	(void)XF_REAL(call_once);
-	(void)XF_REAL(thrd_join);
 }
