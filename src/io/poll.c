@@ -1,6 +1,6 @@
 /*
  * poll.c - the C library's readiness waits, made from fibers: poll(),
- * ppoll(), select(), pselect(), epoll_wait(), epoll_pwait().
+ * ppoll(), select(), pselect(), epoll_wait(), epoll_pwait(), epoll_pwait2().
  *
  * They wait in the kernel on the fiber's worker, holding no lock of the C
  * library, so a fiber in one is marked XF_BLOCKING_AT_WAIT (sync/pthread.c
@@ -95,6 +95,23 @@ XF_INTERPOSE(int, epoll_pwait,
 }
 
 /* A relative timespec's time left, for the calls that do not update it. */
+static struct timespec ts_left(const struct timespec *timeout, uint64_t start_ns);
+
+XF_INTERPOSE(int, epoll_pwait2,
+	     (int epfd, struct epoll_event *ev, int max, const struct timespec *timeout,
+	      const sigset_t *mask))
+{
+	uint64_t start = xf__now_ns();
+	struct timespec left, *t = NULL;
+
+	if (timeout) {
+		left = *timeout;
+		t = &left;
+	}
+	return READINESS_WAIT(XF_REAL(epoll_pwait2)(epfd, ev, max, t, mask),
+			      if (timeout) left = ts_left(timeout, start));
+}
+
 static struct timespec ts_left(const struct timespec *timeout, uint64_t start_ns)
 {
 	uint64_t total = (uint64_t)timeout->tv_sec * 1000000000u + (uint64_t)timeout->tv_nsec;

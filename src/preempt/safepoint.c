@@ -7,7 +7,8 @@
  * preemption instead).  Such code is named here by object: libc, the
  * dynamic loader, libpthread, libgcc_s, libstdc++, NSS modules, libxfiber
  * itself, the sanitizer runtimes and the vDSO, plus whatever the program
- * marks with xf_preempt_unsafe_add().
+ * marks with xf_preempt_unsafe_add().  libxfiber linked in statically lies
+ * inside the executable, in a section of its own (xf_lib_text), unsafe too.
  *
  * The table holds the executable segments of *every* object, sorted by
  * address, each marked safe or unsafe, so that the handler can tell three
@@ -223,12 +224,17 @@ void xf__safepoints_release(void)
 	pthread_mutex_unlock(&build_lock);
 }
 
+/* libxfiber's own code when the static library is linked in: inside the
+ * executable's segment, but not the program's code (src/CMakeLists.txt). */
+extern const char __start_xf_lib_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_xf_lib_text[] __attribute__((weak, visibility("hidden")));
+
 enum xf__code xf__safepoint_code(uintptr_t pc)
 {
 	const struct table *t = atomic_load_explicit(&current, memory_order_acquire);
 	unsigned lo = 0, hi;
 
-	if (!t)
+	if (!t || (pc >= (uintptr_t)__start_xf_lib_text && pc < (uintptr_t)__stop_xf_lib_text))
 		return XF_CODE_UNSAFE;
 	/* The last range starting at or below pc. */
 	hi = t->nr;

@@ -195,6 +195,7 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result)
 {
 	xf__fls_destroy(f);
+	xf__pthread_fiber_exit(f);
 	f->result = result;
 	if (f->flags & XF_FIBER_F_FIRST) {
 		/* As pthread_exit in main: the process ends when the rest has. */

@@ -75,7 +75,7 @@ struct xf__stack {
 	void *region; /* the slab this stack came from, for unmapping */
 };
 
-#define XF_OWNED_LOCKS_MAX 8 /* thread-owned locks a fiber can tell it holds */
+#define XF_OWNED_LOCKS_INLINE 8 /* thread-owned locks a fiber holds without malloc */
 
 #define XF_STACK_CACHE 64	   /* stacks a worker keeps for reuse */
 #define XF_GUARD_SIZE  (64 * 1024) /* below each stack; costs address space only */
@@ -128,8 +128,11 @@ struct xf_fiber {
 	uint8_t blocking; /* enum xf__blocking: inside a blocking C library call */
 	uint32_t preempt_signals; /* the runtime's signals that reached it (sleep.c) */
 	void (*once_init)(void);  /* the routine of its pthread_once call (sync/pthread.c) */
-	uint8_t owned_nr;	  /* locks its thread owns that it holds: */
-	const void *owned[XF_OWNED_LOCKS_MAX]; /* which (sync/pthread.c) */
+	/* Locks its thread owns that it holds (sync/pthread.c): the first
+	 * XF_OWNED_LOCKS_INLINE here, the rest in owned_more (malloc'd). */
+	uint16_t owned_nr, owned_more_cap;
+	const void *owned[XF_OWNED_LOCKS_INLINE];
+	const void **owned_more;
 	uint32_t polls;		  /* rounds of its current wait as a fiber, */
 	uint64_t poll_last_ns;	  /* and when the last one ended (sync/pthread.c) */
 
@@ -418,6 +421,9 @@ void xf__timer_arm(struct xf__worker *w, struct xf_fiber *f, uint64_t deadline_n
 void xf__timer_cancel(struct xf_fiber *f);
 void xf__timers_run(struct xf__worker *w);
 uint64_t xf__timers_next_deadline(struct xf__worker *w);
+
+/* At a fiber's exit: what sync/pthread.c kept for it. */
+void xf__pthread_fiber_exit(struct xf_fiber *f);
 
 /* Whether fibers are linked on ch's wait queues (sync/chan.c; tests). */
 bool xf__chan_has_waiters(xf_chan *ch);

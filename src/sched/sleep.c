@@ -31,8 +31,12 @@ static struct xf_fiber *sleeper(void)
 	return f && !(xf__preempt_word_get() & XF_PREEMPT_NESTING) ? f : NULL;
 }
 
+/* Nanoseconds in ts, UINT64_MAX (forever, for the runtime's timers) past
+ * what 64 bits hold - as the kernel clamps such a sleep. */
 static uint64_t ts_ns(const struct timespec *ts)
 {
+	if ((uint64_t)ts->tv_sec >= UINT64_MAX / 1000000000u)
+		return UINT64_MAX;
 	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }
 
@@ -79,9 +83,13 @@ XF_INTERPOSE(int, clock_nanosleep,
 		while (clock_gettime(clk, &now) == 0 &&
 		       (now.tv_sec < req->tv_sec ||
 			(now.tv_sec == req->tv_sec && now.tv_nsec < req->tv_nsec))) {
-			int64_t ns = (int64_t)(req->tv_sec - now.tv_sec) * 1000000000 +
-				     (req->tv_nsec - now.tv_nsec);
-			xf_sleep_ns((uint64_t)ns);
+			struct timespec until = {req->tv_sec - now.tv_sec, req->tv_nsec - now.tv_nsec};
+
+			if (until.tv_nsec < 0) {
+				until.tv_sec--;
+				until.tv_nsec += 1000000000;
+			}
+			xf_sleep_ns(ts_ns(&until));
 		}
 		return 0;
 	}

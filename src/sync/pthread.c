@@ -58,6 +58,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <stdatomic.h>
 #include <threads.h>
 #include <time.h>
@@ -163,10 +168,17 @@ static pid_t my_tid(void)
 	return xf__this_worker()->tid;
 }
 
-static bool owns(const struct xf_fiber *f, const void *lock)
+/* Entry i of the locks f holds. */
+static const void **owned_slot(struct xf_fiber *f, unsigned i)
+{
+	return i < XF_OWNED_LOCKS_INLINE ? &f->owned[i]
+					 : &f->owned_more[i - XF_OWNED_LOCKS_INLINE];
+}
+
+static bool owns(struct xf_fiber *f, const void *lock)
 {
 	for (unsigned i = 0; i < f->owned_nr; i++) {
-		if (f->owned[i] == lock)
+		if (*owned_slot(f, i) == lock)
 			return true;
 	}
 	return false;
@@ -175,9 +187,18 @@ static bool owns(const struct xf_fiber *f, const void *lock)
 /* f now holds a lock its thread owns: it stays on this worker. */
 static void own(struct xf_fiber *f, const void *lock)
 {
-	if (owns(f, lock) || f->owned_nr == XF_OWNED_LOCKS_MAX)
-		return; /* past the table, a later check can only err towards waiting */
-	f->owned[f->owned_nr++] = lock;
+	if (owns(f, lock))
+		return;
+	if (f->owned_nr >= XF_OWNED_LOCKS_INLINE + f->owned_more_cap) {
+		unsigned cap = f->owned_more_cap ? 2u * f->owned_more_cap : XF_OWNED_LOCKS_INLINE;
+		const void **more = realloc(f->owned_more, cap * sizeof(*more));
+
+		if (!more)
+			abort(); /* a lock taken that could not be remembered: no way to go on */
+		f->owned_more = more;
+		f->owned_more_cap = (uint16_t)cap;
+	}
+	*owned_slot(f, f->owned_nr++) = lock;
 	xf__preempt_disable(); /* home and flags together, before any wake-up */
 	f->home = (int)xf__this_worker()->id;
 	f->flags |= XF_FIBER_F_STAY;
@@ -187,18 +208,25 @@ static void own(struct xf_fiber *f, const void *lock)
 static void disown(struct xf_fiber *f, const void *lock)
 {
 	for (unsigned i = 0; i < f->owned_nr; i++) {
-		if (f->owned[i] != lock)
+		if (*owned_slot(f, i) != lock)
 			continue;
-		f->owned[i] = f->owned[--f->owned_nr];
+		*owned_slot(f, i) = *owned_slot(f, --f->owned_nr);
 		if (!f->owned_nr && !(f->flags & XF_FIBER_F_FIRST))
 			f->flags &= ~XF_FIBER_F_STAY;
 		return;
 	}
 }
 
+void xf__pthread_fiber_exit(struct xf_fiber *f)
+{
+	free(f->owned_more);
+	f->owned_more = NULL;
+	f->owned_more_cap = 0;
+}
+
 /* Whether a lock whose owner field says `owner` is held by another fiber of
  * this thread. */
-static bool held_here_by_another(const struct xf_fiber *f, pid_t owner, const void *lock)
+static bool held_here_by_another(struct xf_fiber *f, pid_t owner, const void *lock)
 {
 	return owner && owner == my_tid() && !owns(f, lock);
 }
@@ -298,12 +326,28 @@ static int mutex_try(struct xf_fiber *f, pthread_mutex_t *m)
 		err_;                                                                              \
 	})
 
+/* With preemption disabled, a mutex another fiber of this thread holds
+ * would never be released: that fiber cannot run again before this one
+ * switches.  The misuse is reported, not turned into a hang. */
+static int misuse_if_held_here(pthread_mutex_t *m, const char *what)
+{
+	struct xf_fiber *f = xf__self();
+
+	if (f && !owns(f, m) && mutex_held_here(f, m))
+		return xf__misuse_preempt_disabled(what);
+	return 0;
+}
+
 XF_INTERPOSE(int, pthread_mutex_lock, (pthread_mutex_t * m))
 {
 	struct xf_fiber *f = fiber();
+	int err;
 
-	if (!f)
+	if (!f) {
+		if (xf__self() && (err = misuse_if_held_here(m, "pthread_mutex_lock")))
+			return err;
 		return XF_REAL(pthread_mutex_lock)(m);
+	}
 	/* The common case first: free, and nobody of this thread in the way. */
 	if (!mutex_thread_owned(m) && XF_REAL(pthread_mutex_trylock)(m) == 0)
 		return 0;
@@ -774,6 +818,95 @@ int __cxa_guard_acquire(uint64_t *guard)
 	return BLOCKING(f, XF_BLOCKING_AT_WAIT, XF_REAL(__cxa_guard_acquire)(guard));
 }
 
+/* --- raw futex waits --- */
+
+/* libstdc++ waits on raw futexes through syscall(): std::future,
+ * std::counting_semaphore, std::latch, std::barrier, std::atomic::wait.  A
+ * futex wait may return spuriously - every caller re-checks its word - so
+ * one made from a fiber while others of its worker are ready is one round
+ * of waiting as a fiber, then a spurious return (EAGAIN at once if the word
+ * already differs, ETIMEDOUT past an absolute deadline); a fiber alone
+ * waits in the kernel, marked. */
+static long futex_wait_round(struct xf_fiber *f, long *a)
+{
+	const uint32_t *word = (const uint32_t *)a[0];
+	const unsigned op = (unsigned)a[1];
+	const struct timespec *t = (const struct timespec *)a[3];
+	uint64_t deadline = 0;
+
+	if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != (uint32_t)a[2]) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (t && (op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET)
+		deadline = deadline_of(op & FUTEX_CLOCK_REALTIME ? CLOCK_REALTIME : CLOCK_MONOTONIC, t);
+	if (wait_round(f, deadline)) {
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	return 0;
+}
+
+static bool futex_wait_op(long nr, long op)
+{
+	unsigned cmd = (unsigned)op & FUTEX_CMD_MASK;
+
+	return nr == SYS_futex && (cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET);
+}
+
+/* Six arguments, whatever the call takes: glibc's own syscall() loads six
+ * registers the same way, the last from the caller's stack - which ASan
+ * would report as a read past the caller's frame. */
+__attribute__((no_sanitize_address)) long syscall(long nr, ...);
+
+XF_INTERPOSE(long, syscall, (long nr, ...))
+{
+	struct xf_fiber *f;
+	long a[6];
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (!futex_wait_op(nr, a[1]) || !(f = fiber()))
+		return XF_REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (others_ready())
+		return futex_wait_round(f, a);
+	return BLOCKING(f, XF_BLOCKING_AT_WAIT,
+			XF_REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+}
+
+/* --- stdio's FILE locks --- */
+
+/* A FILE's lock is recursive and belongs to the thread: while a fiber held
+ * one switched out, another fiber of the thread - any stdio call on that
+ * FILE - would enter it.  So a fiber holds it with preemption disabled,
+ * from flockfile() to funlockfile(), and must not block in between. */
+XF_INTERPOSE(void, flockfile, (FILE * fp))
+{
+	xf__preempt_disable();
+	XF_REAL(flockfile)(fp);
+}
+
+XF_INTERPOSE(int, ftrylockfile, (FILE * fp))
+{
+	int r;
+
+	xf__preempt_disable();
+	r = XF_REAL(ftrylockfile)(fp);
+	if (r)
+		xf__preempt_enable();
+	return r;
+}
+
+XF_INTERPOSE(void, funlockfile, (FILE * fp))
+{
+	XF_REAL(funlockfile)(fp);
+	if (xf__preempt_word_get() & XF_PREEMPT_NESTING)
+		xf__preempt_enable();
+}
+
 /* xf_init: every definition replaced here found once, in advance (and this
  * file linked in from the static library). */
 void xf__pthread_interpose_resolve(void)
@@ -803,4 +936,8 @@ void xf__pthread_interpose_resolve(void)
 	(void)XF_REAL(pthread_barrier_wait);
 	(void)XF_REAL(pthread_spin_lock);
 	(void)XF_REAL(pthread_join);
+	(void)XF_REAL(syscall);
+	(void)XF_REAL(flockfile);
+	(void)XF_REAL(ftrylockfile);
+	(void)XF_REAL(funlockfile);
 }

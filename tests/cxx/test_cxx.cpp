@@ -20,11 +20,29 @@
 //   escape     an exception no frame of a fiber catches: the fiber is
 //              named, then std::terminate says what was thrown (a child
 //              process, whose stderr and death are checked)
+//   owned      locks the thread owns - std::recursive_mutex, an error-
+//              checking pthread mutex, std::shared_mutex - taken flat out by
+//              fibers of one worker, preempted anywhere in between: never
+//              two inside, never a spurious EDEADLK; and one fiber holding
+//              ten of them at once
+//   waits      C++20 waits libstdc++ builds on raw futexes: std::future,
+//              std::counting_semaphore, std::latch, std::barrier,
+//              std::atomic::wait, the waker queued behind the waiter on
+//              one worker
+//   c11        C11 threads: a recursive mtx_t with cnd_wait and
+//              mtx_trylock, between fibers of one worker
+//   stdio      flockfile() keeps out the other fibers of its thread
 //
 // Every case ends with the runtime shut down; a hang is a failure (CTest's
 // TIMEOUT, and an alarm of our own that names the case).
 #include <atomic>
+#include <barrier>
 #include <cerrno>
+#include <future>
+#include <latch>
+#include <semaphore>
+#include <shared_mutex>
+#include <threads.h>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -385,6 +403,178 @@ void test_escape()
 	CHECK(err.find("nobody catches this") != std::string::npos);
 }
 
+// --- locks the thread owns ---
+
+std::recursive_mutex rmtx;
+pthread_mutex_t echeck = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+std::shared_mutex smtx;
+std::atomic<int> inside, violations;
+std::atomic<int> in_rmtx, in_echeck, in_smtx;
+
+// Short sections, now and then one across a slice: preemption lands in the
+// wrappers' own code too, between a look at the owner and the lock.
+template <typename Lock, typename Unlock>
+void hammer(int iterations, std::atomic<int> &in, Lock lock, Unlock unlock)
+{
+	for (int i = 0; i < iterations; i++) {
+		lock();
+		if (in.fetch_add(1))
+			violations++;
+		spin_for_ns(i % 8 == 0 ? slices(1) : 1000);
+		in--;
+		unlock();
+	}
+}
+
+void test_owned()
+{
+	const int n = slice_us < 100 ? 400 : 40;
+
+	violations = 0;
+	run_fibers(
+	    3,
+	    [n](int) {
+		    hammer(n, in_rmtx, [] { rmtx.lock(); rmtx.lock(); },
+			   [] { rmtx.unlock(); rmtx.unlock(); });
+		    hammer(n, in_echeck, [] { CHECK(pthread_mutex_lock(&echeck) == 0); },
+			   [] { CHECK(pthread_mutex_unlock(&echeck) == 0); });
+		    hammer(n, in_smtx, [] { smtx.lock(); }, [] { smtx.unlock(); });
+		    for (int i = 0; i < n; i++) {
+			    std::shared_lock<std::shared_mutex> r(smtx);
+			    if (in_smtx.load())
+				    violations++;
+		    }
+	    },
+	    true);
+	CHECK(violations == 0);
+	// Ten at once, past the fiber's table of eight.
+	run_fibers(1, [](int) {
+		std::recursive_mutex many[10];
+		for (auto &m : many)
+			m.lock();
+		for (auto &m : many) {
+			m.lock();
+			m.unlock();
+		}
+		for (int i = 9; i >= 0; i--)
+			many[i].unlock();
+		for (auto &m : many) {
+			CHECK(m.try_lock());
+			m.unlock();
+		}
+	});
+}
+
+// --- C++20 waits on raw futexes ---
+
+void test_waits()
+{
+	for (int mode = 0; mode < 5; mode++) {
+		std::promise<int> pr;
+		std::future<int> fu = pr.get_future();
+		std::counting_semaphore<2> sem{0};
+		std::latch la{2};
+		std::atomic<int> aw{0};
+		std::barrier<> ba{2};
+		// The waiter first, the waker queued behind it on worker 0.
+		run_fibers(
+		    2,
+		    [&](int me) {
+			    if (me == 1)
+				    spin_for_ns(slices(2));
+			    switch (mode * 2 + me) {
+			    case 0: CHECK(fu.get() == 42); break;
+			    case 1: pr.set_value(42); break;
+			    case 2: sem.acquire(); break;
+			    case 3: sem.release(); break;
+			    case 4:
+			    case 5: la.arrive_and_wait(); break;
+			    case 6: aw.wait(0); break;
+			    case 7:
+				    aw.store(1);
+				    aw.notify_all();
+				    break;
+			    default: ba.arrive_and_wait(); break;
+			    }
+		    },
+		    true);
+	}
+}
+
+// --- C11 threads ---
+
+mtx_t c11m;
+cnd_t c11c;
+int c11_ready;
+std::atomic<int> c11_done;
+
+void test_c11()
+{
+	violations = 0;
+	CHECK(mtx_init(&c11m, mtx_plain | mtx_recursive) == thrd_success);
+	CHECK(cnd_init(&c11c) == thrd_success);
+	c11_ready = 0;
+	c11_done = 0;
+	run_fibers(
+	    3,
+	    [](int me) {
+		    if (me == 2) { // a try while another fiber of the thread holds it
+			    while (!inside.load() && c11_done < 2)
+				    xf_yield();
+			    int r = mtx_trylock(&c11m);
+			    if (r == thrd_success) {
+				    if (inside.load())
+					    violations++;
+				    mtx_unlock(&c11m);
+			    }
+			    return;
+		    }
+		    CHECK(mtx_lock(&c11m) == thrd_success);
+		    if (me == 0)
+			    while (!c11_ready)
+				    CHECK(cnd_wait(&c11c, &c11m) == thrd_success);
+		    if (inside.fetch_add(1))
+			    violations++;
+		    if (me == 1) {
+			    c11_ready = 1;
+			    cnd_broadcast(&c11c);
+		    }
+		    spin_for_ns(slices(2));
+		    inside--;
+		    CHECK(mtx_unlock(&c11m) == thrd_success);
+		    c11_done++;
+	    },
+	    true);
+	CHECK(violations == 0);
+	mtx_destroy(&c11m);
+	cnd_destroy(&c11c);
+}
+
+// --- stdio ---
+
+void test_stdio()
+{
+	FILE *fp = std::fopen("/dev/null", "w");
+
+	violations = 0;
+	run_fibers(
+	    3,
+	    [fp](int) {
+		    for (int i = 0; i < 60; i++) {
+			    flockfile(fp);
+			    if (inside.fetch_add(1))
+				    violations++;
+			    std::fprintf(fp, "line %d\n", i);
+			    spin_for_ns(i % 4 == 0 ? slices(1) : 1000);
+			    inside--;
+			    funlockfile(fp);
+		    }
+	    },
+	    true);
+	std::fclose(fp);
+	CHECK(violations == 0);
+}
+
 struct Case {
 	const char *name;
 	void (*run)();
@@ -392,6 +582,8 @@ struct Case {
     {"once", test_once},       {"guard", test_guard},     {"call_once", test_call_once},
     {"mutex", test_mutex},     {"pmutex", test_pmutex},   {"condvar", test_condvar},
     {"rethrow", test_rethrow}, {"uncaught", test_uncaught},   {"escape", test_escape},
+    {"owned", test_owned},     {"waits", test_waits},         {"c11", test_c11},
+    {"stdio", test_stdio},
 };
 
 void on_alarm(int)

@@ -9,6 +9,9 @@
  *         poll_ready   (the fd becomes readable halfway: the wait sees it)
  *         poll_signal  (an application signal interrupts the wait: EINTR,
  *                       as without fibers)
+ *         sleep_huge   (nanosleep of 2^62 s and of 18446744074 s - past 64
+ *                       bits of nanoseconds - is as good as forever, as the
+ *                       kernel clamps it: still asleep after 100 ms)
  *
  * Both fibers are pinned to worker 0; the other one spins, so the ticker
  * sends preemption signals all through the wait.  A sleep runs on the
@@ -181,6 +184,35 @@ static void *caller(void *arg)
 	return NULL;
 }
 
+static atomic_int woke_early;
+
+static void *sleeps_huge(void *arg)
+{
+	struct timespec ts = {*(time_t *)arg, 0};
+
+	if (nanosleep(&ts, NULL) == 0 || errno != EINTR)
+		atomic_fetch_add(&woke_early, 1);
+	return NULL;
+}
+
+/* The sleepers never end: the process leaves without shutting down. */
+static void test_sleep_huge(void)
+{
+	static time_t secs[] = {(time_t)1 << 62, 18446744074LL};
+	xf_attr detached = XF_ATTR_INIT;
+
+	detached.detached = true;
+	CHECK_ERR(xf_init(&(xf_config){.workers = 1}), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK_ERR(xf_spawn(NULL, sleeps_huge, &secs[i], &detached), 0);
+	xf_sleep_ns(100 * 1000000ull);
+	if (atomic_load(&woke_early))
+		xf_test_fail("a sleep of more than 2^64 ns ended within 100 ms");
+	printf("sleep_huge: still asleep after 100 ms\n");
+	fflush(stdout);
+	_exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	xf_attr pinned = {.pinned = true, .worker = 0};
@@ -190,6 +222,8 @@ int main(int argc, char **argv)
 	if (argc != 4)
 		xf_test_fail("usage: test_libc CALL WORKERS SLICE_US");
 	call = argv[1];
+	if (!strcmp(call, "sleep_huge"))
+		test_sleep_huge();
 	CHECK(pipe(pipefd) == 0);
 	sigemptyset(&sa.sa_mask);
 	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0); /* no SA_RESTART: EINTR, as in C */

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -213,6 +214,20 @@ static void *nothing(void *arg)
 	return arg;
 }
 
+static pthread_mutex_t held_by_other = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int other_holds;
+
+/* Holds a pthread mutex and waits, as a fiber, to be told to let go. */
+static void *pthread_holder(void *arg)
+{
+	pthread_mutex_lock(&held_by_other);
+	atomic_store(&other_holds, 1);
+	while (atomic_load(&other_holds) == 1)
+		xf_yield();
+	pthread_mutex_unlock(&held_by_other);
+	return arg;
+}
+
 static void deadlk_returns(void)
 {
 	xf_sem s = XF_SEM_INITIALIZER(0);
@@ -248,8 +263,18 @@ static void deadlk_returns(void)
 	if (!(xf__preempt_word_get() & XF_PREEMPT_NESTING))
 		xf_test_fail("a refused call dropped the caller's disable");
 	xf_preempt_enable();
-	(void)holder;
 	CHECK_ERR(xf_mutex_unlock(&m2), 0);
+
+	/* A pthread mutex another fiber of this worker holds would never be
+	 * released while this one keeps preemption off: refused, not a hang. */
+	CHECK_ERR(xf_spawn(&holder, pthread_holder, NULL, NULL), 0);
+	while (!atomic_load(&other_holds))
+		xf_yield();
+	xf_preempt_disable();
+	CHECK_ERR(pthread_mutex_lock(&held_by_other), EDEADLK);
+	xf_preempt_enable();
+	atomic_store(&other_holds, 2);
+	CHECK_ERR(xf_join(holder, NULL), 0);
 	CHECK_ERR(xf_join(f, NULL), 0);
 	xf_chan_destroy(ch);
 	CHECK_ERR(xf_shutdown(), 0);
