@@ -369,14 +369,17 @@ XF_API int xf_chan_close(xf_chan *ch); /* EPIPE if already closed */
  * Preemption is deferred, never lost, while it is disabled and while the
  * fiber runs inside libc, the dynamic loader, libxfiber itself, or a library
  * marked with xf_preempt_unsafe_add(): code that may hold a lock the next
- * fiber needs.  Hold no pthread mutex, or other lock a fiber on the same
- * worker could need, across code that can be preempted: disable preemption
- * around it instead.
+ * fiber needs.  pthread, C11 and C++ locks, condition variables, once-
+ * objects and statics may be held across code that is preempted: a fiber
+ * that waits for one never keeps the others of its worker from running
+ * (docs/runtime.md lists what C and C++ code may do in fibers).
  */
 
 /* Nest.  While disabled, an arriving preemption is recorded and taken at
  * the enable that ends the outermost section.  Do not block or yield with
- * preemption disabled. */
+ * preemption disabled: the blocking calls return EDEADLK (xf_yield does not
+ * switch), or abort with a message in debug builds; XFIBER_MISUSE=return or
+ * =abort in the environment at xf_init chooses. */
 XF_API void xf_preempt_disable(void);
 XF_API void xf_preempt_enable(void);
 
