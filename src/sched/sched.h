@@ -75,8 +75,6 @@ struct xf__stack {
 	void *region; /* the slab this stack came from, for unmapping */
 };
 
-#define XF_OWNED_LOCKS_INLINE 8 /* thread-owned locks a fiber holds without malloc */
-
 #define XF_STACK_CACHE 64	   /* stacks a worker keeps for reuse */
 #define XF_GUARD_SIZE  (64 * 1024) /* below each stack; costs address space only */
 
@@ -128,11 +126,10 @@ struct xf_fiber {
 	uint8_t blocking; /* enum xf__blocking: inside a blocking C library call */
 	uint32_t preempt_signals; /* the runtime's signals that reached it (sleep.c) */
 	void (*once_init)(void);  /* the routine of its pthread_once call (sync/pthread.c) */
-	/* Locks its thread owns that it holds (sync/pthread.c): the first
-	 * XF_OWNED_LOCKS_INLINE here, the rest in owned_more (malloc'd). */
-	uint16_t owned_nr, owned_more_cap;
-	const void *owned[XF_OWNED_LOCKS_INLINE];
-	const void **owned_more;
+	/* Locks its thread owns that it holds (sync/pthread.c), malloc'd by the
+	 * first such lock: few fibers ever hold one. */
+	uint16_t owned_nr, owned_cap;
+	const void **owned;
 	uint32_t polls;		  /* rounds of its current wait as a fiber, */
 	uint64_t poll_last_ns;	  /* and when the last one ended (sync/pthread.c) */
 

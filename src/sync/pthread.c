@@ -168,17 +168,10 @@ static pid_t my_tid(void)
 	return xf__this_worker()->tid;
 }
 
-/* Entry i of the locks f holds. */
-static const void **owned_slot(struct xf_fiber *f, unsigned i)
-{
-	return i < XF_OWNED_LOCKS_INLINE ? &f->owned[i]
-					 : &f->owned_more[i - XF_OWNED_LOCKS_INLINE];
-}
-
 static bool owns(struct xf_fiber *f, const void *lock)
 {
 	for (unsigned i = 0; i < f->owned_nr; i++) {
-		if (*owned_slot(f, i) == lock)
+		if (f->owned[i] == lock)
 			return true;
 	}
 	return false;
@@ -189,16 +182,16 @@ static void own(struct xf_fiber *f, const void *lock)
 {
 	if (owns(f, lock))
 		return;
-	if (f->owned_nr >= XF_OWNED_LOCKS_INLINE + f->owned_more_cap) {
-		unsigned cap = f->owned_more_cap ? 2u * f->owned_more_cap : XF_OWNED_LOCKS_INLINE;
-		const void **more = realloc(f->owned_more, cap * sizeof(*more));
+	if (f->owned_nr == f->owned_cap) {
+		unsigned cap = f->owned_cap ? 2u * f->owned_cap : 8;
+		const void **more = realloc(f->owned, cap * sizeof(*more));
 
 		if (!more)
 			abort(); /* a lock taken that could not be remembered: no way to go on */
-		f->owned_more = more;
-		f->owned_more_cap = (uint16_t)cap;
+		f->owned = more;
+		f->owned_cap = (uint16_t)cap;
 	}
-	*owned_slot(f, f->owned_nr++) = lock;
+	f->owned[f->owned_nr++] = lock;
 	xf__preempt_disable(); /* home and flags together, before any wake-up */
 	f->home = (int)xf__this_worker()->id;
 	f->flags |= XF_FIBER_F_STAY;
@@ -208,9 +201,9 @@ static void own(struct xf_fiber *f, const void *lock)
 static void disown(struct xf_fiber *f, const void *lock)
 {
 	for (unsigned i = 0; i < f->owned_nr; i++) {
-		if (*owned_slot(f, i) != lock)
+		if (f->owned[i] != lock)
 			continue;
-		*owned_slot(f, i) = *owned_slot(f, --f->owned_nr);
+		f->owned[i] = f->owned[--f->owned_nr];
 		if (!f->owned_nr && !(f->flags & XF_FIBER_F_FIRST))
 			f->flags &= ~XF_FIBER_F_STAY;
 		return;
@@ -219,9 +212,9 @@ static void disown(struct xf_fiber *f, const void *lock)
 
 void xf__pthread_fiber_exit(struct xf_fiber *f)
 {
-	free(f->owned_more);
-	f->owned_more = NULL;
-	f->owned_more_cap = 0;
+	free(f->owned);
+	f->owned = NULL;
+	f->owned_nr = f->owned_cap = 0;
 }
 
 /* Whether a lock whose owner field says `owner` is held by another fiber of
