@@ -50,9 +50,14 @@
 #ifndef XFIBER_H
 #define XFIBER_H
 
+#include <netdb.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -202,6 +207,13 @@ XF_API int xf_xstate_init_components(uint64_t mask);
  * The runtime
  */
 
+/* How fibers wait for descriptors (xf_config.io_backend). */
+typedef enum xf_io_backend {
+	XF_IO_BACKEND_DEFAULT = 0, /* epoll */
+	XF_IO_BACKEND_EPOLL,	   /* one epoll set, polled by idle workers and the ticker */
+	XF_IO_BACKEND_IO_URING,	   /* not built: xf_init says ENOTSUP */
+} xf_io_backend;
+
 typedef struct xf_config {
 	unsigned workers;  /* worker threads; 0 = one per online CPU */
 	size_t stack_size; /* default fiber stack; 0 = XF_STACK_SIZE_DEFAULT */
@@ -209,6 +221,8 @@ typedef struct xf_config {
 	bool amx;          /* request AMX permission and size stacks for AMX frames */
 	unsigned spin_us;  /* how long an idle worker spins before it sleeps; 0 = default */
 	bool cooperative;  /* no time slices: fibers switch only when they call the runtime */
+	xf_io_backend io_backend;  /* see above */
+	unsigned blocking_threads; /* most helper threads of xf_blocking; 0 = 64 */
 } xf_config;
 
 /* Bytes of stack for user frames.  The runtime adds room for one kernel
@@ -389,6 +403,63 @@ XF_API void xf_preempt_enable(void);
 XF_API int xf_preempt_unsafe_add(const void *addr);
 
 /* ---------------------------------------------------------------------------
+ * Descriptors.  Each call mirrors its POSIX namesake - same arguments, same
+ * return value, errno on failure - and blocks only the calling fiber, never
+ * its worker: it tries without blocking the thread and, when the descriptor
+ * is not ready, waits for it as a fiber.  Outside a fiber (and with
+ * preemption disabled) each is the plain call.  They wait whatever the
+ * descriptor's O_NONBLOCK flag says, and never change it, but for a
+ * listening socket, which xf_accept4 makes non-blocking for good, and a
+ * socket during an xf_connect to it.  A socket call given MSG_DONTWAIT only
+ * tries.  Writes to stream sockets and pipes write everything, as blocking
+ * writes do.  Fibers waiting in them when xf_shutdown is called fail with
+ * ECANCELED.  docs/io.md says how it works.
+ */
+XF_API ssize_t xf_read(int fd, void *buf, size_t n);
+XF_API ssize_t xf_write(int fd, const void *buf, size_t n);
+XF_API ssize_t xf_readv(int fd, const struct iovec *iov, int iovcnt);
+XF_API ssize_t xf_writev(int fd, const struct iovec *iov, int iovcnt);
+XF_API ssize_t xf_recv(int fd, void *buf, size_t n, int flags);
+XF_API ssize_t xf_send(int fd, const void *buf, size_t n, int flags);
+XF_API ssize_t xf_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+			   socklen_t *len);
+XF_API ssize_t xf_sendto(int fd, const void *buf, size_t n, int flags,
+			 const struct sockaddr *addr, socklen_t len);
+XF_API ssize_t xf_recvmsg(int fd, struct msghdr *msg, int flags);
+XF_API ssize_t xf_sendmsg(int fd, const struct msghdr *msg, int flags);
+XF_API int xf_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+XF_API int xf_connect(int fd, const struct sockaddr *addr, socklen_t len);
+XF_API int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
+/* Fibers waiting on fd wake first, failing with EBADF; the number is not
+ * reused under them: the close(2) comes after they have left. */
+XF_API int xf_close(int fd);
+
+/* These keep the library's convention (0 or a positive errno). */
+/* Later waits on fd fail with ETIMEDOUT after read_ns (for input) or
+ * write_ns (output); 0 = none.  EBADF for a bad fd. */
+XF_API int xf_fd_set_timeout(int fd, uint64_t read_ns, uint64_t write_ns);
+/* Waits until fd is ready for events (POLLIN and/or POLLOUT, on any
+ * pollable fd, e.g. one a third-party library owns); timeout_ns 0 =
+ * forever.  ETIMEDOUT, EBADF, EINVAL for other events, ECANCELED. */
+XF_API int xf_fd_wait(int fd, short events, uint64_t timeout_ns);
+/* fn(arg) runs on a helper thread of the blocking pool while the fiber
+ * waits; *result (if result is not NULL) gets its return value.  EINVAL
+ * for a NULL fn, EAGAIN when the pool's queue is full, ECANCELED after
+ * xf_shutdown began.  Outside a fiber fn runs inline. */
+XF_API int xf_blocking(void *(*fn)(void *), void *arg, void **result);
+
+/* Regular files, through the page cache without blocking where it can,
+ * else the blocking pool; as open(2), pread(2), pwrite(2), fsync(2). */
+XF_API int xf_open(const char *path, int flags, ...);
+XF_API ssize_t xf_pread(int fd, void *buf, size_t n, off_t off);
+XF_API ssize_t xf_pwrite(int fd, const void *buf, size_t n, off_t off);
+XF_API int xf_fsync(int fd);
+/* getaddrinfo(3) in the blocking pool; EAI_SYSTEM with errno when the pool
+ * refuses the job. */
+XF_API int xf_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+			  struct addrinfo **res);
+
+/* ---------------------------------------------------------------------------
  * Counters, always on, one increment each.
  */
 typedef struct xf_worker_stats {
@@ -408,6 +479,10 @@ typedef struct xf_worker_stats {
 					  * switched out before they arrived */
 	uint64_t preemptions_waiting;	 /* preemptions of a fiber waiting in the kernel inside
 					  * a pthread, C11 or C++ synchronisation call */
+	uint64_t io_waits;		 /* fibers that waited for a descriptor */
+	uint64_t poller_calls;		 /* epoll_wait calls (the ticker's in total only) */
+	uint64_t io_events;		 /* descriptor events those returned */
+	uint64_t blocking_jobs;		 /* calls run in the blocking pool */
 } xf_worker_stats;
 
 typedef struct xf_stats {

@@ -2,27 +2,35 @@
  * poll.c - the C library's readiness waits, made from fibers: poll(),
  * ppoll(), select(), pselect(), epoll_wait(), epoll_pwait(), epoll_pwait2().
  *
- * They wait in the kernel on the fiber's worker, holding no lock of the C
- * library, so a fiber in one is marked XF_BLOCKING_AT_WAIT (sync/pthread.c
+ * Made from a fiber, they wait as the fiber's own I/O calls do, through the
+ * poller (io/ops.c): poll, ppoll and the selects are xf_poll, and an epoll
+ * wait is a wait for its epoll descriptor to become readable, then a look
+ * that does not wait.  Like any fiber wait, a signal to the worker's thread
+ * does not end them.
+ *
+ * Given a signal mask to wait under (ppoll, pselect, epoll_pwait with a
+ * mask), or with preemption disabled, they are the C library's calls,
+ * which wait in the kernel on the fiber's worker holding no lock of the C
+ * library - so a fiber in one is marked XF_BLOCKING_AT_WAIT (sync/pthread.c
  * explains the mark): when other fibers wait for the worker, the ticker's
  * next signal cuts the wait short and the handler switches the fiber out
  * right there.  The kernel ends these waits with EINTR whenever a handler
  * runs - SA_RESTART does not apply to them - so the wait is resumed here,
  * for the time left, when the runtime's signal was the only one; an
- * application signal's EINTR is returned as ever.  The worker still sleeps
- * in the kernel for the fiber at most until the ticker's next look, half a
- * slice, each time the fiber runs.
+ * application signal's EINTR is returned as ever.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <time.h>
 
 #include "common/interpose.h"
+#include "io/io.h"
 #include "preempt/preempt.h"
 #include "sched/sched.h"
 
@@ -67,11 +75,55 @@ static int ms_left(int timeout_ms, uint64_t start_ns)
 		result_;                                                                           \
 	})
 
+/* Milliseconds in a relative timespec, rounded up (-1 for none). */
+static int ts_ms(const struct timespec *ts)
+{
+	uint64_t ms;
+
+	if (!ts)
+		return -1;
+	ms = ((uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec + 999999) / 1000000u;
+	return ms > INT32_MAX ? INT32_MAX : (int)ms;
+}
+
+XF_INTERPOSE(int, epoll_wait, (int epfd, struct epoll_event *ev, int max, int timeout_ms));
+
+/* An epoll wait as a fiber: for the epoll descriptor, then a look. */
+static int epoll_as_fiber(int epfd, struct epoll_event *ev, int max, int timeout_ms)
+{
+	int err, r;
+
+	if (timeout_ms == 0)
+		return XF_REAL(epoll_wait)(epfd, ev, max, 0);
+	for (;;) {
+		err = xf_fd_wait(epfd, POLLIN, timeout_ms > 0 ? (uint64_t)timeout_ms * 1000000u : 0);
+		if (err == ETIMEDOUT)
+			return 0;
+		if (err) {
+			errno = err;
+			return -1;
+		}
+		r = XF_REAL(epoll_wait)(epfd, ev, max, 0);
+		if (r != 0)
+			return r;
+		/* Readable for another reader of the set first: wait again. */
+	}
+}
+
+XF_INTERPOSE(int, poll, (struct pollfd * fds, nfds_t n, int timeout_ms));
+
+int xf__poll_now(struct pollfd *fds, nfds_t n)
+{
+	return XF_REAL(poll)(fds, n, 0);
+}
+
 XF_INTERPOSE(int, poll, (struct pollfd * fds, nfds_t n, int timeout_ms))
 {
 	uint64_t start = xf__now_ns();
 	int left = timeout_ms;
 
+	if (waiter())
+		return xf_poll(fds, n, timeout_ms);
 	return READINESS_WAIT(XF_REAL(poll)(fds, n, left), left = ms_left(timeout_ms, start));
 }
 
@@ -80,6 +132,8 @@ XF_INTERPOSE(int, epoll_wait, (int epfd, struct epoll_event *ev, int max, int ti
 	uint64_t start = xf__now_ns();
 	int left = timeout_ms;
 
+	if (waiter())
+		return epoll_as_fiber(epfd, ev, max, timeout_ms);
 	return READINESS_WAIT(XF_REAL(epoll_wait)(epfd, ev, max, left),
 			      left = ms_left(timeout_ms, start));
 }
@@ -90,6 +144,8 @@ XF_INTERPOSE(int, epoll_pwait,
 	uint64_t start = xf__now_ns();
 	int left = timeout_ms;
 
+	if (!mask && waiter())
+		return epoll_as_fiber(epfd, ev, max, timeout_ms);
 	return READINESS_WAIT(XF_REAL(epoll_pwait)(epfd, ev, max, left, mask),
 			      left = ms_left(timeout_ms, start));
 }
@@ -104,6 +160,8 @@ XF_INTERPOSE(int, epoll_pwait2,
 	uint64_t start = xf__now_ns();
 	struct timespec left, *t = NULL;
 
+	if (!mask && waiter())
+		return epoll_as_fiber(epfd, ev, max, ts_ms(timeout));
 	if (timeout) {
 		left = *timeout;
 		t = &left;
@@ -126,12 +184,71 @@ XF_INTERPOSE(int, ppoll,
 	uint64_t start = xf__now_ns();
 	struct timespec left, *t = NULL;
 
+	if (!mask && waiter())
+		return xf_poll(fds, n, ts_ms(timeout));
 	if (timeout) {
 		left = *timeout;
 		t = &left;
 	}
 	return READINESS_WAIT(XF_REAL(ppoll)(fds, n, t, mask),
 			      if (timeout) left = ts_left(timeout, start));
+}
+
+/* select() as xf_poll: the sets become pollfds and back; the number of
+ * bits set, as select counts. */
+static int select_as_fiber(int n, fd_set *r, fd_set *w, fd_set *e, int timeout_ms)
+{
+	struct pollfd *p;
+	nfds_t np = 0;
+	int ready, count = 0;
+
+	if (n < 0 || n > FD_SETSIZE) {
+		errno = EINVAL;
+		return -1;
+	}
+	p = calloc((size_t)n ? (size_t)n : 1, sizeof(*p));
+	if (!p) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int fd = 0; fd < n; fd++) {
+		short ev = (short)((r && FD_ISSET(fd, r) ? POLLIN : 0) |
+				   (w && FD_ISSET(fd, w) ? POLLOUT : 0) |
+				   (e && FD_ISSET(fd, e) ? POLLPRI : 0));
+
+		if (ev)
+			p[np++] = (struct pollfd){.fd = fd, .events = ev};
+	}
+	ready = xf_poll(p, np, timeout_ms);
+	if (ready < 0) {
+		free(p);
+		return -1;
+	}
+	for (nfds_t i = 0; i < np; i++) {
+		if (p[i].revents & POLLNVAL) {
+			free(p);
+			errno = EBADF;
+			return -1;
+		}
+	}
+	if (r)
+		FD_ZERO(r);
+	if (w)
+		FD_ZERO(w);
+	if (e)
+		FD_ZERO(e);
+	for (nfds_t i = 0; i < np; i++) {
+		short rv = p[i].revents;
+
+		if (r && (p[i].events & POLLIN) && (rv & (POLLIN | POLLHUP | POLLERR)))
+			FD_SET(p[i].fd, r), count++;
+		if (w && (p[i].events & POLLOUT) && (rv & (POLLOUT | POLLERR)))
+			FD_SET(p[i].fd, w), count++;
+		if (e && (p[i].events & POLLPRI) && (rv & POLLPRI))
+			FD_SET(p[i].fd, e), count++;
+	}
+	free(p);
+	return count;
 }
 
 /* select()'s sets as the caller passed them: a cut-short call changed them. */
@@ -169,6 +286,8 @@ XF_INTERPOSE(int, pselect,
 	struct timespec left, *t = NULL;
 	struct fd_sets sets;
 
+	if (!mask && waiter())
+		return select_as_fiber(n, r, w, e, ts_ms(timeout));
 	sets_keep(&sets, r, w, e);
 	if (timeout) {
 		left = *timeout;
@@ -187,6 +306,22 @@ XF_INTERPOSE(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeva
 	struct timespec total, left;
 	struct fd_sets sets;
 
+	if (waiter()) {
+		struct timespec ts, *tp = NULL;
+		int ready;
+
+		if (timeout) {
+			ts = (struct timespec){timeout->tv_sec, timeout->tv_usec * 1000};
+			tp = &ts;
+		}
+		ready = select_as_fiber(n, r, w, e, ts_ms(tp));
+		if (ready >= 0 && timeout) { /* Linux writes the time left */
+			left = ts_left(&ts, start);
+			timeout->tv_sec = left.tv_sec;
+			timeout->tv_usec = left.tv_nsec / 1000;
+		}
+		return ready;
+	}
 	/* Linux writes the time left into *timeout, but not the time the
 	 * fiber spent switched out after it: resume from the total. */
 	if (timeout)

@@ -16,9 +16,13 @@
 	X(tiles_released)                                                                          \
 	X(frame_xstate_bytes)                                                                      \
 	X(preemption_ticks_stale)                                                                  \
-	X(preemptions_waiting)
+	X(preemptions_waiting)                                                                     \
+	X(io_waits)                                                                                \
+	X(poller_calls)                                                                            \
+	X(io_events)                                                                               \
+	X(blocking_jobs)
 
-_Static_assert(sizeof(xf_worker_stats) == 12 * sizeof(uint64_t),
+_Static_assert(sizeof(xf_worker_stats) == 16 * sizeof(uint64_t),
 	       "a counter added to xf_worker_stats must be added to FIELDS too");
 
 int xf_stats_get(xf_stats *out)
@@ -38,5 +42,9 @@ int xf_stats_get(xf_stats *out)
 		FIELDS(COPY)
 #undef COPY
 	}
+	/* The ticker's own polls count in the total only. */
+#define ADD(f) out->total.f += __atomic_load_n(&xf__rt.ticker_stats.f, __ATOMIC_RELAXED);
+	FIELDS(ADD)
+#undef ADD
 	return 0;
 }

@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/io.h"
 #include "preempt/preempt.h"
 #include "sched/sched.h"
 
@@ -124,6 +125,12 @@ static bool tick(uint64_t now, uint64_t slice_ns)
 		if ((!blocked && now - w->tick_since_ns < slice_ns) || !tid || !wants_cpu(w, now))
 			continue;
 		xf__tick_send(tid, xf__tick_aimed(switches));
+	}
+	/* Fibers wait on descriptors and no worker sits in the poller: every
+	 * worker is busy, and the ticker polls for them (io/poller.c). */
+	if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed) && !xf__poller_busy()) {
+		xf__poller_tick();
+		waiting = true;
 	}
 	return waiting;
 }

@@ -2,8 +2,8 @@
  * fork.c - fork() while the runtime runs, from a fiber or any thread.
  *
  * The runtime's locks - the lifecycle mutex, the safe-point table's, the
- * signal dispositions', the stack and fiber pools', every worker's timer
- * lock - are taken in this order before the fork (pthread_atfork's
+ * signal dispositions', the stack and fiber pools', the blocking pool's,
+ * every worker's timer lock - are taken in this order before the fork (pthread_atfork's
  * prepare), so that the child never inherits one held by a thread that is
  * gone, and released after it in the parent and made new in the child,
  * whose runtime then keeps only the forking fiber (sched/runtime.c,
@@ -16,6 +16,7 @@
  */
 #include <pthread.h>
 
+#include "io/io.h"
 #include "preempt/preempt.h"
 #include "sched/sched.h"
 
@@ -50,6 +51,7 @@ static FORK_TEXT void prepare(void)
 	xf__signal_fork(XF_FORK_PREPARE);
 	xf__stacks_fork(XF_FORK_PREPARE);
 	xf__arena_fork(XF_FORK_PREPARE);
+	xf__blocking_fork(XF_FORK_PREPARE);
 	timer_locks(XF_FORK_PREPARE);
 }
 
@@ -57,6 +59,7 @@ static FORK_TEXT void after(enum xf__fork_phase phase)
 {
 	if (took) {
 		timer_locks(phase);
+		xf__blocking_fork(phase);
 		xf__arena_fork(phase);
 		xf__stacks_fork(phase);
 		xf__signal_fork(phase);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "arch/context.h"
+#include "io/io.h"
 #include "sched/runq.h"
 #include "sched/sanitizer.h"
 #include "sched/sched.h"
@@ -88,6 +89,10 @@ static int check_config(const xf_config *cfg)
 	if (cfg->slice_us && cfg->slice_us < XF_SLICE_US_MIN)
 		return EINVAL;
 	if (cfg->spin_us > 1000000)
+		return EINVAL;
+	if (cfg->io_backend == XF_IO_BACKEND_IO_URING)
+		return ENOTSUP;
+	if (cfg->io_backend > XF_IO_BACKEND_IO_URING)
 		return EINVAL;
 	return 0;
 }
@@ -206,10 +211,14 @@ static int start(const xf_config *cfg)
 			goto fail;
 		}
 	}
+	err = xf__poller_start();
+	if (err)
+		goto fail;
+	xf__blocking_start(cfg->blocking_threads);
 	/* Workers inherit the signal mask set here, less the preemption signal. */
 	err = xf__preempt_install();
 	if (err)
-		goto fail;
+		goto fail_poller;
 	atomic_store(&xf__rt.running, 1);
 	for (; started < n; started++) {
 		struct xf__worker *w = &xf__rt.workers[started];
@@ -232,6 +241,9 @@ fail_threads:
 	for (unsigned i = 1; i < started; i++)
 		xf__worker_kick(&xf__rt.workers[i]);
 	xf__preempt_uninstall();
+fail_poller:
+	xf__blocking_stop();
+	xf__poller_stop();
 fail:
 	xf__overflow_handler_remove(w0);
 	release_workers(started);
@@ -284,9 +296,11 @@ static void fork_child(void)
 		return;
 	xf__ticker_forget();
 	if (!w) {
+		xf__poller_stop(); /* the child's copies of the parent's descriptors */
 		memset(&xf__rt, 0, sizeof(xf__rt)); /* the parent's memory is leaked */
 		return;
 	}
+	xf__poller_fork_child();
 	f = w->current;
 	xf__rt.workers = w;
 	xf__rt.nr_workers = 1;
@@ -356,6 +370,9 @@ int xf_shutdown(void)
 	if (xf__preempt_disabled_beyond(0) && atomic_load(&xf__rt.live) > 1)
 		return xf__misuse_preempt_disabled("xf_shutdown");
 	self = w->current;
+	/* Fibers waiting on descriptors would wait forever: they fail with
+	 * ECANCELED, and so does every wait from now on. */
+	xf__io_cancel_all();
 	wait_for_others(self);
 
 	pthread_mutex_lock(&lifecycle);
@@ -364,11 +381,13 @@ int xf_shutdown(void)
 	xf__ticker_stop();
 	for (unsigned i = 1; i < xf__rt.nr_workers; i++)
 		xf__worker_kick(&xf__rt.workers[i]);
+	xf__blocking_stop();
 	/* The first fiber is pinned to worker 0: this is worker 0's thread. */
 	w = xf__this_worker();
 	xf__fls_destroy(self);
 	xf__overflow_handler_remove(w);
 	release_workers(xf__rt.nr_workers);
+	xf__poller_stop();
 	xf__preempt_uninstall();
 	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING);
 	pthread_mutex_unlock(&lifecycle);

@@ -257,7 +257,11 @@ struct xf__runtime {
 	pid_t pid;	       /* getpid() at xf_init: who the ticker's signals come from */
 	void *workers_alloc;   /* what `workers` points into (after a fork, not its start) */
 	bool ticker_pending;   /* a forked child starts its ticker at its first spawn */
+	xf_worker_stats ticker_stats; /* the ticker's polls (io/poller.c) */
 };
+
+/* How an idle worker sleeps (xf__worker.parked): the kicker wakes it so. */
+enum { XF_AWAKE, XF_PARKED_FUTEX, XF_PARKED_POLLER };
 
 /* One counter increment: plain load, add, store - no lock prefix. */
 #define XF_STAT_INC(w, field, n)                                                                   \
@@ -466,6 +470,7 @@ _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result);
 void xf__pthread_interpose_resolve(void); /* sync/pthread.c */
 void xf__sleep_interpose_resolve(void);	  /* sched/sleep.c */
 void xf__poll_interpose_resolve(void);	  /* io/poll.c */
+void xf__io_interpose_resolve(void);	  /* io/ops.c */
 /* Whether the EINTR a C library call returned came from the runtime's own
  * signal alone, given the calling fiber's preempt_signals and
  * xf__signal_app_count() before the call (sched/sleep.c). */

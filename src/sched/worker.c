@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/io.h"
 #include "sched/runq.h"
 #include "sched/sched.h"
 
@@ -57,8 +58,10 @@ void xf__worker_kick(struct xf__worker *w)
 	 * sets `parked`, then looks for work.  seq_cst on both sides means at
 	 * least one of us sees the other. */
 	atomic_fetch_add_explicit(&w->park_seq, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&w->parked, memory_order_seq_cst))
-		futex_wake(&w->park_seq);
+	switch (atomic_load_explicit(&w->parked, memory_order_seq_cst)) {
+	case XF_PARKED_FUTEX: futex_wake(&w->park_seq); break;
+	case XF_PARKED_POLLER: xf__poller_kick(); break;
+	}
 }
 
 void xf__maybe_wake_idle(struct xf__worker *w)
@@ -196,17 +199,27 @@ static struct xf_fiber *find_work(struct xf__worker *w)
 	xf__runq_poll_slow(w); /* inbox, and decline steal requests (queue is empty) */
 	if (atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
 		xf__timers_run(w);
+	/* Descriptors before anything slower: a fiber waiting on one may be
+	 * ready now (and those it wakes come to this run queue). */
+	if (!w->runq.head && atomic_load_explicit(&xf__io_waiters, memory_order_relaxed))
+		xf__poller_try(w);
 	return w->runq.head ? xf__runq_run_head(w) : NULL;
 }
 
+/* Sleeps until kicked or its earliest timer: in the poller if fibers wait
+ * on descriptors and no other worker polls (io/poller.c), else on its
+ * futex. */
 static void park(struct xf__worker *w)
 {
 	uint32_t seq = atomic_load_explicit(&w->park_seq, memory_order_seq_cst);
+	const bool poll = xf__poller_claim(w);
 	uint64_t deadline, timeout = 0;
 
-	atomic_store_explicit(&w->parked, 1, memory_order_seq_cst);
+	atomic_store_explicit(&w->parked, poll ? XF_PARKED_POLLER : XF_PARKED_FUTEX,
+			      memory_order_seq_cst);
 	atomic_fetch_add_explicit(&xf__rt.nr_parked, 1, memory_order_seq_cst);
-	/* Re-check after announcing: a kick from now on changes park_seq. */
+	/* Re-check after announcing: a kick from now on changes park_seq (or
+	 * writes the poller's eventfd). */
 	if (atomic_load_explicit(&w->inbox, memory_order_seq_cst) ||
 	    atomic_load_explicit(&w->steal_request, memory_order_seq_cst) ||
 	    atomic_load_explicit(&xf__rt.stopping, memory_order_seq_cst))
@@ -218,10 +231,17 @@ static void park(struct xf__worker *w)
 			goto out;
 		timeout = deadline - now;
 	}
+	if (poll) {
+		xf__poller_idle(w, timeout);
+		goto done;
+	}
 	futex_wait(&w->park_seq, seq, timeout);
 out:
+	if (poll)
+		xf__poller_release();
+done:
 	atomic_fetch_sub_explicit(&xf__rt.nr_parked, 1, memory_order_relaxed);
-	atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
+	atomic_store_explicit(&w->parked, XF_AWAKE, memory_order_relaxed);
 }
 
 /* Runs on the worker's idle context: the original thread stack for workers
@@ -248,11 +268,15 @@ static void idle_loop_run(struct xf__worker *w)
 			if (atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
 			    atomic_load_explicit(&xf__rt.stopping, memory_order_relaxed))
 				break;
+			if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed) &&
+			    xf__poller_try(w))
+				break;
 		} while (xf__now_ns() < spin_until &&
 			 !(atomic_load_explicit(&w->timers_nr, memory_order_relaxed) &&
 			   xf__timers_next_deadline(w) <= xf__now_ns()));
 		atomic_fetch_sub_explicit(&xf__rt.nr_spinning, 1, memory_order_relaxed);
-		if (!atomic_load_explicit(&w->inbox, memory_order_relaxed))
+		/* Not with fibers the poller just woke onto this run queue. */
+		if (!atomic_load_explicit(&w->inbox, memory_order_relaxed) && !w->runq.head)
 			park(w);
 	}
 }

@@ -7,8 +7,9 @@
  *   CALL: sleep usleep nanosleep clock_nanosleep clock_nanosleep_abs
  *         poll ppoll select pselect epoll_wait epoll_pwait
  *         poll_ready   (the fd becomes readable halfway: the wait sees it)
- *         poll_signal  (an application signal interrupts the wait: EINTR,
- *                       as without fibers)
+ *         poll_signal  (an application signal and poll: poll waits as a
+ *                       fiber and goes on; ppoll given a signal mask to
+ *                       wait under returns EINTR, as without fibers)
  *         sleep_huge   (nanosleep of 2^62 s and of 18446744074 s - past 64
  *                       bits of nanoseconds - is as good as forever, as the
  *                       kernel clamps it: still asleep after 100 ms)
@@ -111,9 +112,13 @@ static long run_call(int *err)
 		at.tv_sec += at.tv_nsec / 1000000000L;
 		at.tv_nsec %= 1000000000L;
 		r = clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL);
-	} else if (!strcmp(call, "poll") || !strcmp(call, "poll_ready") ||
-		   !strcmp(call, "poll_signal")) {
+	} else if (!strcmp(call, "poll") || !strcmp(call, "poll_ready")) {
 		r = poll(&p, 1, WAIT_MS);
+	} else if (!strcmp(call, "poll_signal")) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		r = ppoll(&p, 1, &ts, &none);
 	} else if (!strcmp(call, "ppoll")) {
 		r = ppoll(&p, 1, &ts, NULL);
 	} else if (!strcmp(call, "select") || !strcmp(call, "pselect")) {

@@ -1,0 +1,399 @@
+/*
+ * fd.c - the runtime's view of each descriptor: how to use it without
+ * blocking, who waits on it, what the kernel reported ready (io.h has the
+ * state machine).
+ *
+ * Entries live in a table indexed by descriptor number, in chunks of
+ * XF_FD_CHUNK made on first use and kept for the life of the process, so a
+ * pointer to an entry stays valid whatever happens to the number.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/io.h"
+
+#define XF_FD_CHUNK_SHIFT 10
+#define XF_FD_CHUNK	  (1u << XF_FD_CHUNK_SHIFT)
+#define XF_FD_CHUNKS	  1024 /* descriptors up to 2^20 */
+
+/* A waiter woken by xf_shutdown, not by a close. */
+#define REVENTS_CANCELED 0x80000000u
+
+static _Atomic(struct xf__fd *) chunks[XF_FD_CHUNKS];
+static _Atomic int cancelled; /* xf_shutdown has cancelled every I/O wait */
+
+struct xf__fd *xf__fd_peek(int fd)
+{
+	struct xf__fd *c;
+
+	if (fd < 0 || (unsigned)fd >= XF_FD_CHUNK * XF_FD_CHUNKS)
+		return NULL;
+	c = atomic_load_explicit(&chunks[fd >> XF_FD_CHUNK_SHIFT], memory_order_acquire);
+	return c ? &c[fd & (XF_FD_CHUNK - 1)] : NULL;
+}
+
+struct xf__fd *xf__fd_get(int fd)
+{
+	struct xf__fd *c, *expected = NULL;
+
+	if (fd < 0 || (unsigned)fd >= XF_FD_CHUNK * XF_FD_CHUNKS)
+		return NULL;
+	c = atomic_load_explicit(&chunks[fd >> XF_FD_CHUNK_SHIFT], memory_order_acquire);
+	if (!c) {
+		c = calloc(XF_FD_CHUNK, sizeof(*c));
+		if (!c)
+			return NULL;
+		if (!atomic_compare_exchange_strong(&chunks[fd >> XF_FD_CHUNK_SHIFT], &expected,
+						    c)) {
+			free(c); /* another thread made it first */
+			c = expected;
+		}
+	}
+	return &c[fd & (XF_FD_CHUNK - 1)];
+}
+
+int xf__fd_enter(struct xf__fd *e)
+{
+	if (!e)
+		return EBADF;
+	/* Dekker with retire(): it sets closing, then waits for inflight. */
+	atomic_fetch_add_explicit(&e->inflight, 1, memory_order_seq_cst);
+	if (__atomic_load_n(&e->closing, __ATOMIC_SEQ_CST)) {
+		atomic_fetch_sub_explicit(&e->inflight, 1, memory_order_release);
+		return EBADF;
+	}
+	return 0;
+}
+
+void xf__fd_leave(struct xf__fd *e)
+{
+	atomic_fetch_sub_explicit(&e->inflight, 1, memory_order_release);
+}
+
+enum xf__fd_kind xf__fd_kind(struct xf__fd *e, int fd)
+{
+	struct stat st;
+	uint8_t kind = __atomic_load_n(&e->kind, __ATOMIC_RELAXED);
+
+	if (kind != XF_FD_UNKNOWN)
+		return kind;
+	if (fstat(fd, &st))
+		return XF_FD_UNKNOWN;
+	if (S_ISSOCK(st.st_mode))
+		kind = XF_FD_SOCKET;
+	else if (S_ISFIFO(st.st_mode))
+		kind = XF_FD_NOWAIT;
+	else if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) || S_ISDIR(st.st_mode))
+		kind = XF_FD_FILE;
+	else
+		kind = XF_FD_POLLABLE; /* a tty, an eventfd, a timerfd, ... */
+	__atomic_store_n(&e->kind, kind, __ATOMIC_RELAXED);
+	return kind;
+}
+
+uint64_t xf__fd_deadline(const struct xf__fd *e, uint32_t events)
+{
+	uint64_t t = (events & EPOLLIN) ? e->read_timeout_ns : e->write_timeout_ns;
+
+	if (!t)
+		return 0;
+	return t > UINT64_MAX - xf__now_ns() ? 0 : xf__now_ns() + t;
+}
+
+/* Registers fd with the poller, once per sequence number.  Lock held. */
+static int ensure_registered(struct xf__fd *e, int fd)
+{
+	int err;
+
+	if (e->registered)
+		return 0;
+	err = xf__poller_add(fd, e->seq);
+	if (err == EPERM) {
+		e->kind = XF_FD_FILE; /* epoll refuses it: always "ready" */
+		return EPERM;
+	}
+	if (!err)
+		e->registered = true;
+	return err;
+}
+
+static void unlink_waiter(struct xf__fd *e, struct xf__io_waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		e->waiters = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	w->next = w->prev = NULL;
+	w->fiber = NULL; /* no longer linked */
+}
+
+int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns)
+{
+	struct xf_fiber *self = xf__self();
+	struct xf__io_waiter me = {0};
+	uint64_t timeout = 0;
+	int state, err;
+
+	if (!self)
+		return EPERM;
+	if (atomic_load_explicit(&cancelled, memory_order_acquire))
+		return ECANCELED;
+	if (deadline_ns) {
+		uint64_t now = xf__now_ns();
+
+		if (now >= deadline_ns)
+			return ETIMEDOUT;
+		timeout = deadline_ns - now;
+	}
+	xf__spin_lock(&e->lock);
+	if (e->closing) {
+		xf__spin_unlock(&e->lock);
+		return EBADF;
+	}
+	err = ensure_registered(e, fd);
+	if (err) {
+		xf__spin_unlock(&e->lock);
+		return err == EPERM ? 0 : err; /* not pollable: the call will not wait */
+	}
+	if (e->ready & events) {
+		/* Reported while we tried: take it and try again. */
+		e->ready &= ~events;
+		e->drained &= ~events;
+		xf__spin_unlock(&e->lock);
+		return 0;
+	}
+	/* The try before found EAGAIN: until an event, the next one would too. */
+	e->drained |= events;
+	me.fiber = self;
+	me.events = events;
+	me.next = e->waiters;
+	if (me.next)
+		me.next->prev = &me;
+	e->waiters = &me;
+	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+	self->wait_timed = timeout != 0;
+	atomic_fetch_add_explicit(&xf__io_waiters, 1, memory_order_relaxed);
+	XF_STAT_INC(xf__this_worker(), io_waits, 1);
+	state = xf__wait_block(self, timeout, &e->lock);
+	atomic_fetch_sub_explicit(&xf__io_waiters, 1, memory_order_relaxed);
+	if (state == XF_WAIT_TIMEDOUT) {
+		xf__spin_lock(&e->lock);
+		if (me.fiber)
+			unlink_waiter(e, &me);
+		xf__spin_unlock(&e->lock);
+		return ETIMEDOUT;
+	}
+	if (state == XF_WAIT_CLOSED)
+		return (me.revents & REVENTS_CANCELED) ? ECANCELED : EBADF;
+	return 0;
+}
+
+/* The events of a pollfd as the poller reports them. */
+static uint32_t poll_events(short events)
+{
+	uint32_t ev = 0;
+
+	if (events & (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP))
+		ev |= EPOLLIN;
+	if (events & (POLLOUT | POLLWRNORM))
+		ev |= EPOLLOUT;
+	return ev ? ev : EPOLLIN | EPOLLOUT; /* errors and hang-ups only: either */
+}
+
+int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t deadline_ns)
+{
+	struct xf_fiber *self = xf__self();
+	uint64_t timeout = 0;
+	bool found = false;
+	int state;
+
+	if (atomic_load_explicit(&cancelled, memory_order_acquire))
+		return ECANCELED;
+	if (deadline_ns) {
+		uint64_t now = xf__now_ns();
+
+		if (now >= deadline_ns)
+			return ETIMEDOUT;
+		timeout = deadline_ns - now;
+	}
+	/* Findable from the first link on: preemption off, WAITING
+	 * (xf__wait_block's rule). */
+	xf__wait_prepare(self);
+	self->wait_timed = timeout != 0;
+	for (nfds_t i = 0; i < n; i++) {
+		struct xf__fd *e = fds[i].fd >= 0 ? xf__fd_get(fds[i].fd) : NULL;
+		uint32_t ev = poll_events(fds[i].events);
+		bool ready;
+
+		if (!e)
+			continue;
+		xf__spin_lock(&e->lock);
+		if (e->closing || ensure_registered(e, fds[i].fd)) {
+			xf__spin_unlock(&e->lock);
+			continue; /* poll() itself reports it */
+		}
+		ready = e->ready & ev;
+		if (ready) {
+			e->ready &= ~ev; /* stale, or fresh: poll() will tell */
+		} else {
+			w[i].fiber = self;
+			w[i].events = ev;
+			w[i].next = e->waiters;
+			if (w[i].next)
+				w[i].next->prev = &w[i];
+			e->waiters = &w[i];
+		}
+		xf__spin_unlock(&e->lock);
+		if (ready) {
+			found = true;
+			break;
+		}
+	}
+	atomic_fetch_add_explicit(&xf__io_waiters, 1, memory_order_relaxed);
+	XF_STAT_INC(xf__this_worker(), io_waits, 1);
+	/* Something was ready already: withdraw instead of waiting. */
+	state = found ? xf__wait_cancel(self) : xf__wait_block(self, timeout, NULL);
+	atomic_fetch_sub_explicit(&xf__io_waiters, 1, memory_order_relaxed);
+	for (nfds_t i = 0; i < n; i++) {
+		struct xf__fd *e;
+
+		if (!w[i].fiber)
+			continue;
+		e = xf__fd_peek(fds[i].fd);
+		xf__spin_lock(&e->lock);
+		if (w[i].fiber)
+			unlink_waiter(e, &w[i]);
+		xf__spin_unlock(&e->lock);
+	}
+	if (state == XF_WAIT_TIMEDOUT)
+		return ETIMEDOUT;
+	if (state == XF_WAIT_CLOSED) {
+		for (nfds_t i = 0; i < n; i++)
+			if (w[i].revents & REVENTS_CANCELED)
+				return ECANCELED;
+	}
+	return 0; /* woken, closed under it (poll() says POLLNVAL), or ready */
+}
+
+/* Claims and unlinks every waiter for one of `events`, chaining them on
+ * the fibers' wait_next (free while they wait here); *taken gets the
+ * events they waited for.  Lock held. */
+static struct xf_fiber *claim_waiters(struct xf__fd *e, uint32_t events, int state,
+				      uint32_t revents, uint32_t *taken)
+{
+	struct xf__io_waiter *w, *next;
+	struct xf_fiber *list = NULL;
+
+	for (w = e->waiters; w; w = next) {
+		struct xf_fiber *f = w->fiber;
+
+		next = w->next;
+		if (!(w->events & events) || !xf__wait_claim(f, state))
+			continue; /* another event, or its timer claimed it first */
+		*taken |= w->events & events;
+		w->revents = revents;
+		unlink_waiter(e, w);
+		f->wait_next = list;
+		list = f;
+	}
+	return list;
+}
+
+/* The poller's side: events for the entry registered with `seq`. */
+void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events)
+{
+	struct xf_fiber *woken;
+	uint32_t bits = 0, taken = 0;
+
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		bits |= EPOLLIN;
+	if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+		bits |= EPOLLOUT;
+	xf__spin_lock(&e->lock);
+	if (e->seq != seq || !e->registered) {
+		xf__spin_unlock(&e->lock); /* for a descriptor closed since */
+		return;
+	}
+	woken = claim_waiters(e, bits, XF_WAIT_WOKEN, bits, &taken);
+	/* What no waiter took waits for the next fiber that finds EAGAIN: an
+	 * edge-triggered event comes once. */
+	e->ready |= bits & ~taken;
+	e->drained &= ~bits;
+	xf__spin_unlock(&e->lock);
+	xf__wake_list(woken);
+}
+
+void xf__fd_retire(struct xf__fd *e, int fd, bool wait_inflight)
+{
+	struct xf_fiber *woken;
+	uint32_t taken = 0;
+	bool registered;
+
+	xf__spin_lock(&e->lock);
+	__atomic_store_n(&e->closing, true, __ATOMIC_SEQ_CST);
+	e->seq++; /* events already queued for the old registration are stale */
+	registered = e->registered;
+	e->registered = false;
+	e->ready = e->drained = 0;
+	woken = claim_waiters(e, EPOLLIN | EPOLLOUT, XF_WAIT_CLOSED, 0, &taken);
+	xf__spin_unlock(&e->lock);
+	xf__wake_list(woken);
+	if (registered)
+		xf__poller_del(fd);
+	/* The number stays open until the calls on it have left: the fibers
+	 * just woken, and any in a system call or the blocking pool. */
+	for (unsigned i = 0;
+	     wait_inflight && atomic_load_explicit(&e->inflight, memory_order_acquire); i++) {
+		if (i < 64)
+			xf_yield();
+		else
+			xf_sleep_ns(10000);
+	}
+	e->kind = XF_FD_UNKNOWN;
+	e->read_timeout_ns = e->write_timeout_ns = 0;
+	e->nonblock_ours = false;
+	__atomic_store_n(&e->closing, false, __ATOMIC_RELEASE);
+}
+
+void xf__io_cancel_all(void)
+{
+	atomic_store_explicit(&cancelled, 1, memory_order_release);
+	for (unsigned c = 0; c < XF_FD_CHUNKS; c++) {
+		struct xf__fd *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+
+		for (unsigned i = 0; chunk && i < XF_FD_CHUNK; i++) {
+			struct xf__fd *e = &chunk[i];
+			struct xf_fiber *woken;
+			uint32_t taken = 0;
+
+			if (!__atomic_load_n(&e->waiters, __ATOMIC_RELAXED))
+				continue;
+			xf__spin_lock(&e->lock);
+			woken = claim_waiters(e, EPOLLIN | EPOLLOUT, XF_WAIT_CLOSED, REVENTS_CANCELED,
+					      &taken);
+			xf__spin_unlock(&e->lock);
+			xf__wake_list(woken);
+		}
+	}
+}
+
+/* The runtime stopped: no registration survives its epoll set. */
+void xf__fds_reset(void)
+{
+	atomic_store_explicit(&cancelled, 0, memory_order_release);
+	for (unsigned c = 0; c < XF_FD_CHUNKS; c++) {
+		struct xf__fd *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+
+		for (unsigned i = 0; chunk && i < XF_FD_CHUNK; i++) {
+			chunk[i].registered = false;
+			chunk[i].ready = chunk[i].drained = 0;
+			chunk[i].seq++;
+		}
+	}
+}

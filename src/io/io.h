@@ -1,0 +1,162 @@
+/*
+ * io.h - descriptors, the poller and the blocking pool: the runtime's
+ * private interface (the public one is xfiber.h's descriptor calls).
+ *
+ * A fiber's I/O call tries the system call without blocking; if it must
+ * wait, the fiber waits on the descriptor's entry here, and the poller - a
+ * single epoll instance, in which each descriptor is registered once,
+ * edge-triggered - wakes it when the kernel says the descriptor is ready.
+ *
+ * The entry's state machine, under its spinlock:
+ *
+ *   ready   readiness the kernel reported that no waiter has taken yet
+ *           (EPOLLIN/EPOLLOUT bits): edge-triggered events come once, so
+ *           they are kept until a fiber that finds EAGAIN looks
+ *   waiters the fibers waiting, each with the events it waits for; an
+ *           event wakes every matching one (and none is left behind)
+ *
+ *   drained EPOLLIN/EPOLLOUT whose last try found EAGAIN with no event
+ *           since: registered edge-triggered, the descriptor gets an event
+ *           for every change, so the next call need not try first - one
+ *           system call less per wait
+ *
+ *   a fiber, after EAGAIN:  lock; closing -> EBADF; ready has its bits ->
+ *                           take them, unlock, try again; else link itself
+ *                           and block (the lock is released once it can
+ *                           no longer miss a wake-up: xf__wait_block)
+ *   the poller, an event:   lock; a stale sequence number -> drop it;
+ *                           claim and unlink every matching waiter, keep
+ *                           the rest as `ready`; unlock; wake the claimed
+ *   xf_close:               lock; closing, sequence number + 1, claim every
+ *                           waiter (EBADF); unlock; wake them; take the fd
+ *                           out of epoll; wait for the calls in flight to
+ *                           leave; close it
+ *
+ * Readiness that arrives between the EAGAIN and the link is thus never
+ * lost (Go's "about to wait, then commit"), and an event meant for a closed
+ * descriptor whose number is reused never reaches the new one's waiters:
+ * events carry the sequence number they were registered with.
+ */
+#ifndef XF_IO_IO_H
+#define XF_IO_IO_H
+
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/sched.h"
+
+#pragma GCC visibility push(hidden)
+
+/* How a descriptor can be used without blocking its thread. */
+enum xf__fd_kind {
+	XF_FD_UNKNOWN,	/* not looked at yet */
+	XF_FD_SOCKET,	/* MSG_DONTWAIT per call */
+	XF_FD_NOWAIT,	/* a pipe, FIFO or eventfd: RWF_NOWAIT per call */
+	XF_FD_POLLABLE, /* anything else epoll takes: wait for readiness, then the call */
+	XF_FD_FILE,	/* a regular file or block device: never "not ready"; may block */
+};
+
+/* A fiber waiting on a descriptor: on its stack while it waits. */
+struct xf__io_waiter {
+	struct xf__io_waiter *next, *prev;
+	struct xf_fiber *fiber;
+	uint32_t events;  /* EPOLLIN and/or EPOLLOUT it waits for */
+	uint32_t revents; /* what woke it */
+};
+
+struct xf__fd {
+	_Atomic uint32_t lock; /* spinlock: the fields below */
+	uint32_t seq;	       /* sequence number: bumped by every close */
+	uint8_t kind;	       /* enum xf__fd_kind */
+	bool registered;       /* in the epoll set, with `seq` */
+	bool closing;	       /* xf_close under way: new calls fail with EBADF */
+	bool nonblock_ours;    /* we set O_NONBLOCK (a listening socket) */
+	uint32_t ready;	       /* events no waiter has taken yet */
+	uint32_t drained;      /* directions whose last try found EAGAIN, with no
+				* event since: the next call waits at once */
+	struct xf__io_waiter *waiters;
+	_Atomic uint32_t inflight; /* xf_ calls using the number right now */
+	uint64_t read_timeout_ns, write_timeout_ns; /* xf_fd_set_timeout; 0 = none */
+};
+
+/* The entry of fd, made on first use; NULL for a negative or huge fd. */
+struct xf__fd *xf__fd_get(int fd);
+/* The entry if it exists (never makes one). */
+struct xf__fd *xf__fd_peek(int fd);
+
+/* Takes fd for an xf_ call: EBADF if it is being closed (or invalid). */
+int xf__fd_enter(struct xf__fd *e);
+void xf__fd_leave(struct xf__fd *e);
+
+/* Classifies fd (fstat), once. */
+enum xf__fd_kind xf__fd_kind(struct xf__fd *e, int fd);
+
+/* Whether the last try of `events` on e found EAGAIN and no event came
+ * since: a try would fail again. */
+static inline bool xf__fd_drained(const struct xf__fd *e, uint32_t events)
+{
+	return __atomic_load_n(&e->drained, __ATOMIC_RELAXED) & events;
+}
+
+/* Waits, as a fiber, until fd may be ready for `events` (EPOLLIN,
+ * EPOLLOUT): 0, ETIMEDOUT at deadline_ns (0 = none), EBADF if it is
+ * closed meanwhile, ECANCELED when the runtime shuts down.  Registers fd
+ * with the poller first if it is not.  Outside a fiber: EPERM. */
+int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns);
+
+/* Waits, as a fiber, until one of fds may be ready (xf_poll): w holds a
+ * zeroed waiter per entry.  0 (look again with poll()), ETIMEDOUT,
+ * ECANCELED. */
+int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t deadline_ns);
+
+/* The deadline of an xf_ call on e that waits for `events`: now plus the
+ * descriptor's timeout, 0 if none. */
+uint64_t xf__fd_deadline(const struct xf__fd *e, uint32_t events);
+
+/* Everything xf_close does before the close(2); `wait_inflight` as a fiber. */
+void xf__fd_retire(struct xf__fd *e, int fd, bool wait_inflight);
+/* The poller's side: events for the entry registered with sequence seq. */
+void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events);
+/* The runtime stopped: its epoll set is gone, and every registration. */
+void xf__fds_reset(void);
+
+/* The C library's poll(), not waiting (poll.c interposes poll itself). */
+int xf__poll_now(struct pollfd *fds, nfds_t n);
+
+/* --- the poller (poller.c) --- */
+int xf__poller_start(void);
+void xf__poller_stop(void);
+/* Registers fd, edge-triggered, for everything; 0 or an errno (EPERM: not
+ * pollable, a regular file). */
+int xf__poller_add(int fd, uint32_t seq);
+void xf__poller_del(int fd);
+/* Fibers waiting on descriptors now, anywhere. */
+extern _Atomic unsigned xf__io_waiters;
+/* An idle worker takes the poller, if fibers wait on descriptors and
+ * nobody else polls; then it sleeps there (xf__poller_idle) instead of on
+ * its futex, until an event, its timer deadline (0: none) or a kick. */
+bool xf__poller_claim(struct xf__worker *w);
+void xf__poller_idle(struct xf__worker *w, uint64_t timeout_ns);
+/* An idle worker's look that does not wait: whether it found events. */
+bool xf__poller_try(struct xf__worker *w);
+/* Wakes the worker sleeping in the poller. */
+void xf__poller_kick(void);
+/* The ticker's look, when every worker is busy: a poll that does not wait. */
+void xf__poller_tick(void);
+/* Whether a worker sleeps in the poller right now. */
+bool xf__poller_busy(void);
+/* xf_shutdown: fibers waiting on descriptors fail with ECANCELED. */
+void xf__io_cancel_all(void);
+
+/* --- the blocking pool (blocking.c) --- */
+int xf__blocking_start(unsigned max_threads);
+void xf__blocking_stop(void);
+void xf__blocking_fork(enum xf__fork_phase phase);
+void xf__poller_fork_child(void);
+void xf__poller_release(void);
+
+#pragma GCC visibility pop
+
+#endif

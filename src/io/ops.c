@@ -1,0 +1,574 @@
+/*
+ * ops.c - the descriptor calls: xf_read, xf_write, ..., xf_poll, xf_close.
+ *
+ * Each mirrors its POSIX namesake - same arguments, same return value,
+ * errno on failure - and blocks only the calling fiber: it tries the call
+ * without blocking the thread and, on EAGAIN, waits on the descriptor
+ * (io.h) and tries again.  Without blocking the thread, per call, never
+ * touching the descriptor's O_NONBLOCK flag, which other processes that
+ * inherited it share:
+ *
+ *   sockets                  MSG_DONTWAIT
+ *   pipes, FIFOs, eventfds   preadv2/pwritev2 with RWF_NOWAIT
+ *   other pollable ones      wait for readiness first (a tty, a timerfd);
+ *                            the call itself may then still block if another
+ *                            reader takes the data first
+ *   regular files            RWF_NOWAIT, then the blocking pool
+ *
+ * Two exceptions set O_NONBLOCK: a listening socket, at its first
+ * xf_accept4 (accept has no per-call form, and another acceptor may take
+ * the connection readiness announced), and a socket for the duration of an
+ * xf_connect to it (restored after).  The calls wait whatever the
+ * descriptor's O_NONBLOCK flag says; a socket call given MSG_DONTWAIT only
+ * tries.  Writes to stream sockets and pipes write everything, as a
+ * blocking write does, unless an error or a timeout stops them (then they
+ * return what was written, if anything).
+ *
+ * Outside a fiber, and with preemption disabled, each is the plain call.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/interpose.h"
+#include "io/io.h"
+
+/* The calling fiber, if the call should wait as a fiber. */
+static bool as_fiber(void)
+{
+	return xf__self() && !(xf__preempt_word_get() & XF_PREEMPT_NESTING);
+}
+
+/* One try of an operation, without blocking the thread: its result, or -1
+ * with errno (EAGAIN: not ready). */
+typedef ssize_t (*attempt_fn)(int fd, enum xf__fd_kind kind, void *op);
+
+/* Whether fd is ready for `events` right now (for descriptors that have no
+ * non-blocking form of the call). */
+static bool ready_now(int fd, uint32_t events)
+{
+	struct pollfd p = {.fd = fd, .events = (short)events};
+
+	return xf__poll_now(&p, 1) > 0;
+}
+
+/* The loop every call shares: try, wait, try again. */
+static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool once)
+{
+	struct xf__fd *e = xf__fd_get(fd);
+	enum xf__fd_kind kind;
+	uint64_t deadline;
+	ssize_t r;
+	int err;
+
+	if ((err = xf__fd_enter(e))) {
+		errno = err;
+		return -1;
+	}
+	kind = xf__fd_kind(e, fd);
+	if (kind == XF_FD_UNKNOWN) {
+		xf__fd_leave(e);
+		errno = EBADF;
+		return -1;
+	}
+	deadline = xf__fd_deadline(e, events);
+	for (;;) {
+		if ((kind == XF_FD_POLLABLE && !ready_now(fd, events)) ||
+		    (!once && xf__fd_drained(e, events)))
+			r = -1, errno = EAGAIN; /* known not ready: straight to the wait */
+		else
+			r = attempt(fd, kind, op);
+		if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK) || once)
+			break;
+		err = xf__fd_wait(e, fd, events, deadline);
+		if (err) {
+			errno = err;
+			r = -1;
+			break;
+		}
+		kind = xf__fd_kind(e, fd); /* a pipe without RWF_NOWAIT became POLLABLE */
+	}
+	xf__fd_leave(e);
+	return r;
+}
+
+/* --- reads and writes through an iovec --- */
+
+struct rw_op {
+	const struct iovec *iov;
+	int iovcnt;
+	int flags; /* for sockets */
+	bool write;
+};
+
+static ssize_t file_io(int fd, const struct rw_op *op);
+
+static ssize_t rw_attempt(int fd, enum xf__fd_kind kind, void *arg)
+{
+	const struct rw_op *op = arg;
+	ssize_t r;
+
+	switch (kind) {
+	case XF_FD_SOCKET: {
+		struct msghdr m = {.msg_iov = (struct iovec *)op->iov, .msg_iovlen = (size_t)op->iovcnt};
+
+		/* One buffer: the plain calls, which import no iovec. */
+		if (op->iovcnt == 1)
+			return op->write ? send(fd, op->iov[0].iov_base, op->iov[0].iov_len,
+						op->flags | MSG_DONTWAIT)
+					 : recv(fd, op->iov[0].iov_base, op->iov[0].iov_len,
+						op->flags | MSG_DONTWAIT);
+		return op->write ? sendmsg(fd, &m, op->flags | MSG_DONTWAIT)
+				 : recvmsg(fd, &m, op->flags | MSG_DONTWAIT);
+	}
+	case XF_FD_NOWAIT:
+		r = op->write ? pwritev2(fd, op->iov, op->iovcnt, -1, RWF_NOWAIT)
+			      : preadv2(fd, op->iov, op->iovcnt, -1, RWF_NOWAIT);
+		if (r < 0 && errno == EOPNOTSUPP) {
+			/* This kernel or file has no RWF_NOWAIT: readiness first. */
+			__atomic_store_n(&xf__fd_get(fd)->kind, XF_FD_POLLABLE, __ATOMIC_RELAXED);
+			errno = EAGAIN;
+		}
+		return r;
+	case XF_FD_FILE:
+		return file_io(fd, op);
+	default:
+		return op->write ? writev(fd, op->iov, op->iovcnt) : readv(fd, op->iov, op->iovcnt);
+	}
+}
+
+/* A regular file: from the page cache without blocking, else in the pool. */
+struct file_job {
+	int fd;
+	const struct rw_op *op;
+	ssize_t result;
+	int err;
+};
+
+static void *file_job_run(void *arg)
+{
+	struct file_job *j = arg;
+
+	j->result = j->op->write ? writev(j->fd, j->op->iov, j->op->iovcnt)
+				 : readv(j->fd, j->op->iov, j->op->iovcnt);
+	j->err = errno;
+	return NULL;
+}
+
+static ssize_t file_io(int fd, const struct rw_op *op)
+{
+	struct file_job j = {.fd = fd, .op = op};
+	ssize_t r = op->write ? pwritev2(fd, op->iov, op->iovcnt, -1, RWF_NOWAIT)
+			      : preadv2(fd, op->iov, op->iovcnt, -1, RWF_NOWAIT);
+	int err;
+
+	if (r >= 0 || (errno != EAGAIN && errno != EOPNOTSUPP))
+		return r;
+	err = xf_blocking(file_job_run, &j, NULL);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	errno = j.err;
+	return j.result;
+}
+
+static size_t iov_total(const struct iovec *iov, int n)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* Whether writes to fd are to be written in full, as a blocking write is. */
+static bool writes_in_full(int fd)
+{
+	struct xf__fd *e = xf__fd_peek(fd);
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	if (!e || e->kind == XF_FD_NOWAIT)
+		return e != NULL;
+	if (e->kind != XF_FD_SOCKET)
+		return false;
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+}
+
+static ssize_t rw(int fd, const struct iovec *iov, int iovcnt, int flags, bool write)
+{
+	struct rw_op op = {.iov = iov, .iovcnt = iovcnt, .flags = flags, .write = write};
+	const bool once = flags & MSG_DONTWAIT;
+	struct iovec *rest;
+	size_t total, done;
+	ssize_t r;
+
+	r = run(fd, write ? EPOLLOUT : EPOLLIN, rw_attempt, &op, once);
+	if (!write || r < 0 || once || (size_t)r == (total = iov_total(iov, iovcnt)) ||
+	    !writes_in_full(fd))
+		return r;
+	/* The rest of a partial write, as a blocking write would do it. */
+	rest = malloc((size_t)iovcnt * sizeof(*rest));
+	if (!rest)
+		return r;
+	memcpy(rest, iov, (size_t)iovcnt * sizeof(*rest));
+	op.iov = rest;
+	for (done = (size_t)r; done < total; done += (size_t)r) {
+		size_t skip = (size_t)r;
+
+		while (op.iovcnt && skip >= rest[iovcnt - op.iovcnt].iov_len) {
+			skip -= rest[iovcnt - op.iovcnt].iov_len;
+			op.iovcnt--;
+		}
+		op.iov = rest + (iovcnt - op.iovcnt);
+		rest[iovcnt - op.iovcnt].iov_base = (char *)rest[iovcnt - op.iovcnt].iov_base + skip;
+		rest[iovcnt - op.iovcnt].iov_len -= skip;
+		r = run(fd, EPOLLOUT, rw_attempt, &op, false);
+		if (r <= 0)
+			break;
+	}
+	free(rest);
+	return (ssize_t)done;
+}
+
+ssize_t xf_read(int fd, void *buf, size_t n)
+{
+	struct iovec v = {buf, n};
+
+	return as_fiber() ? rw(fd, &v, 1, 0, false) : read(fd, buf, n);
+}
+
+ssize_t xf_write(int fd, const void *buf, size_t n)
+{
+	struct iovec v = {(void *)buf, n};
+
+	return as_fiber() ? rw(fd, &v, 1, 0, true) : write(fd, buf, n);
+}
+
+ssize_t xf_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	return as_fiber() ? rw(fd, iov, iovcnt, 0, false) : readv(fd, iov, iovcnt);
+}
+
+ssize_t xf_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	return as_fiber() ? rw(fd, iov, iovcnt, 0, true) : writev(fd, iov, iovcnt);
+}
+
+ssize_t xf_recv(int fd, void *buf, size_t n, int flags)
+{
+	struct iovec v = {buf, n};
+
+	return as_fiber() ? rw(fd, &v, 1, flags, false) : recv(fd, buf, n, flags);
+}
+
+ssize_t xf_send(int fd, const void *buf, size_t n, int flags)
+{
+	struct iovec v = {(void *)buf, n};
+
+	return as_fiber() ? rw(fd, &v, 1, flags, true) : send(fd, buf, n, flags);
+}
+
+/* --- the message calls --- */
+
+struct msg_op {
+	struct msghdr *msg;
+	int flags;
+	bool write;
+};
+
+static ssize_t msg_attempt(int fd, enum xf__fd_kind kind, void *arg)
+{
+	struct msg_op *op = arg;
+
+	(void)kind;
+	return op->write ? sendmsg(fd, op->msg, op->flags | MSG_DONTWAIT)
+			 : recvmsg(fd, op->msg, op->flags | MSG_DONTWAIT);
+}
+
+ssize_t xf_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct msg_op op = {msg, flags, false};
+
+	if (!as_fiber())
+		return recvmsg(fd, msg, flags);
+	return run(fd, EPOLLIN, msg_attempt, &op, flags & MSG_DONTWAIT);
+}
+
+ssize_t xf_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct msg_op op = {(struct msghdr *)msg, flags, true};
+
+	if (!as_fiber())
+		return sendmsg(fd, msg, flags);
+	return run(fd, EPOLLOUT, msg_attempt, &op, flags & MSG_DONTWAIT);
+}
+
+ssize_t xf_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+		    socklen_t *len)
+{
+	struct iovec v = {buf, n};
+	struct msghdr m = {.msg_name = addr,
+			   .msg_namelen = addr && len ? *len : 0,
+			   .msg_iov = &v,
+			   .msg_iovlen = 1};
+	ssize_t r;
+
+	if (!as_fiber())
+		return recvfrom(fd, buf, n, flags, addr, len);
+	r = xf_recvmsg(fd, &m, flags);
+	if (r >= 0 && addr && len)
+		*len = m.msg_namelen;
+	return r;
+}
+
+ssize_t xf_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
+		  socklen_t len)
+{
+	struct iovec v = {(void *)buf, n};
+	struct msghdr m = {.msg_name = (void *)addr, .msg_namelen = len, .msg_iov = &v, .msg_iovlen = 1};
+
+	if (!as_fiber())
+		return sendto(fd, buf, n, flags, addr, len);
+	return xf_sendmsg(fd, &m, flags);
+}
+
+/* --- accept and connect --- */
+
+struct accept_op {
+	struct sockaddr *addr;
+	socklen_t *len;
+	int flags;
+};
+
+static ssize_t accept_attempt(int fd, enum xf__fd_kind kind, void *arg)
+{
+	struct accept_op *op = arg;
+
+	(void)kind;
+	return accept4(fd, op->addr, op->len, op->flags);
+}
+
+int xf_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct accept_op op = {addr, len, flags};
+	struct xf__fd *e;
+	int fl;
+
+	if (!as_fiber())
+		return accept4(fd, addr, len, flags);
+	e = xf__fd_get(fd);
+	/* accept has no per-call non-blocking form: the listener gets
+	 * O_NONBLOCK, once, and keeps it. */
+	if (e && !e->nonblock_ours) {
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0)
+			return -1;
+		if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+			return -1;
+		e->nonblock_ours = true;
+	}
+	return (int)run(fd, EPOLLIN, accept_attempt, &op, false);
+}
+
+static ssize_t connected_attempt(int fd, enum xf__fd_kind kind, void *arg)
+{
+	int *soerr = arg;
+	socklen_t len = sizeof(*soerr);
+
+	(void)kind;
+	/* Writable means the connection is made, or failed: SO_ERROR says. */
+	if (!ready_now(fd, POLLOUT)) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return getsockopt(fd, SOL_SOCKET, SO_ERROR, soerr, &len);
+}
+
+int xf_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	int fl, r, soerr = 0, err;
+
+	if (!as_fiber())
+		return connect(fd, addr, len);
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -1;
+	if (fl & O_NONBLOCK)
+		return connect(fd, addr, len); /* the caller's choice: EINPROGRESS */
+	/* Non-blocking for the connect only: the flag is the caller's. */
+	if (fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -1;
+	r = connect(fd, addr, len);
+	err = errno;
+	if (r < 0 && err == EINPROGRESS) {
+		r = (int)run(fd, EPOLLOUT, connected_attempt, &soerr, false);
+		err = errno;
+		if (r == 0 && soerr) {
+			r = -1;
+			err = soerr;
+		}
+	}
+	fcntl(fd, F_SETFL, fl);
+	errno = err;
+	return r;
+}
+
+/* --- poll --- */
+
+int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct xf_fiber *self = xf__self();
+	uint64_t deadline = 0;
+	int r;
+
+	if (!as_fiber())
+		return poll(fds, n, timeout_ms); /* interposed: the plain call, here */
+	if (timeout_ms > 0)
+		deadline = xf__now_ns() + (uint64_t)timeout_ms * 1000000u;
+	for (;;) {
+		struct xf__io_waiter *w;
+		int err = 0;
+
+		r = xf__poll_now(fds, n);
+		if (r != 0 || timeout_ms == 0)
+			return r;
+		if (deadline && xf__now_ns() >= deadline)
+			return 0;
+		/* Nothing yet: wait for the first of them, as one waiter per
+		 * descriptor (fd.c's single-descriptor wait, generalised). */
+		w = calloc(n, sizeof(*w));
+		if (!w) {
+			errno = ENOMEM;
+			return -1;
+		}
+		err = xf__fds_wait(fds, n, w, deadline);
+		free(w);
+		(void)self;
+		if (err == ETIMEDOUT)
+			return 0;
+		if (err) {
+			errno = err;
+			return -1;
+		}
+	}
+}
+
+/* --- timeouts, waits for others' descriptors, close --- */
+
+int xf_fd_set_timeout(int fd, uint64_t read_ns, uint64_t write_ns)
+{
+	struct xf__fd *e;
+
+	if (fcntl(fd, F_GETFD) < 0)
+		return EBADF;
+	e = xf__fd_get(fd);
+	if (!e)
+		return EBADF;
+	e->read_timeout_ns = read_ns;
+	e->write_timeout_ns = write_ns;
+	return 0;
+}
+
+int xf_fd_wait(int fd, short events, uint64_t timeout_ns)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	uint64_t deadline = 0;
+	struct xf__fd *e;
+	int err;
+
+	if (!(events & (POLLIN | POLLOUT)) || (events & ~(POLLIN | POLLOUT)))
+		return EINVAL;
+	if (!as_fiber()) {
+		int r = poll(&p, 1, timeout_ns ? (int)(timeout_ns / 1000000u) : -1);
+
+		return r > 0 ? ((p.revents & POLLNVAL) ? EBADF : 0) : r == 0 ? ETIMEDOUT : errno;
+	}
+	if (timeout_ns)
+		deadline = timeout_ns > UINT64_MAX - xf__now_ns() ? 0 : xf__now_ns() + timeout_ns;
+	e = xf__fd_get(fd);
+	if ((err = xf__fd_enter(e)))
+		return err;
+	for (;;) {
+		int r = xf__poll_now(&p, 1);
+
+		if (r > 0) {
+			err = (p.revents & POLLNVAL) ? EBADF : 0;
+			break;
+		}
+		if (r < 0) {
+			err = errno;
+			break;
+		}
+		err = xf__fd_wait(e, fd, (uint32_t)events, deadline);
+		if (err)
+			break;
+	}
+	xf__fd_leave(e);
+	return err;
+}
+
+/* Whether the runtime knows anything of fd that a close must undo. */
+static bool in_use(const struct xf__fd *e)
+{
+	return e && (e->kind != XF_FD_UNKNOWN || e->registered || e->waiters ||
+		     e->read_timeout_ns || e->write_timeout_ns);
+}
+
+XF_INTERPOSE(int, close, (int fd));
+
+int xf_close(int fd)
+{
+	struct xf__fd *e = xf__fd_peek(fd);
+
+	if (in_use(e))
+		xf__fd_retire(e, fd, as_fiber());
+	return XF_REAL(close)(fd);
+}
+
+/* close(), dup2() and dup3() keep the table honest when the program, or a
+ * library, ends a descriptor the runtime knows without xf_close: its
+ * waiters wake with EBADF and its registration goes, so that a number
+ * reused by open() starts afresh.  Only xf_close waits for the calls in
+ * flight to leave first. */
+XF_INTERPOSE(int, close, (int fd))
+{
+	struct xf__fd *e = xf__fd_peek(fd);
+
+	if (in_use(e))
+		xf__fd_retire(e, fd, false);
+	return XF_REAL(close)(fd);
+}
+
+XF_INTERPOSE(int, dup2, (int old, int fd))
+{
+	struct xf__fd *e = old != fd ? xf__fd_peek(fd) : NULL;
+
+	if (in_use(e))
+		xf__fd_retire(e, fd, false);
+	return XF_REAL(dup2)(old, fd);
+}
+
+XF_INTERPOSE(int, dup3, (int old, int fd, int flags))
+{
+	struct xf__fd *e = old != fd ? xf__fd_peek(fd) : NULL;
+
+	if (in_use(e))
+		xf__fd_retire(e, fd, false);
+	return XF_REAL(dup3)(old, fd, flags);
+}
+
+void xf__io_interpose_resolve(void)
+{
+	(void)XF_REAL(close);
+	(void)XF_REAL(dup2);
+	(void)XF_REAL(dup3);
+}
