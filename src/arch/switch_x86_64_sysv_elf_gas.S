@@ -287,11 +287,11 @@ PUBLIC_FUNCTION xf_yield
 	je	xf__yield_slow
 #endif
 	/* What C must see to first (xf__runq_poll, release_dead_tiles):
-	 * tiles to release, an inbox, a steal request, timers to poll. */
+	 * tiles to release, an inbox, a steal request, a timer due. */
 	cmpb	$0, xf__xstate+XF_XSTATE_AMX_GRANTED(%rip)
 	jne	xf__yield_slow
 	movq	XF_W_INBOX(%rdi), %rax
-	orq	XF_W_STEAL_REQUEST(%rdi), %rax	/* and XF_W_TIMERS_NR, the next 4 bytes */
+	orq	XF_W_STEAL_REQUEST(%rdi), %rax	/* and XF_W_TIMERS_DUE, the next 4 bytes */
 	jnz	xf__yield_slow
 	movq	XF_W_RUNQ_HEAD(%rdi), %rdx	/* next: the first fiber that waits */
 	testq	%rdx, %rdx

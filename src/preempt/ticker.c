@@ -87,7 +87,11 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 	if (!atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
 		return false;
 	uint64_t deadline = xf__timers_next_deadline(w);
-	return deadline && deadline <= now;
+	if (!deadline || deadline > now)
+		return false;
+	/* Due: the worker's next scheduling point runs it (runq.h). */
+	atomic_store_explicit(&w->timers_due, 1, memory_order_relaxed);
+	return true;
 }
 
 /* Looks at every worker once; returns whether any has something waiting

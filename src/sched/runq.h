@@ -118,17 +118,21 @@ static inline void xf__inbox_push(struct xf__worker *w, struct xf_fiber *f)
 						      memory_order_relaxed));
 }
 
-/* Moves the inbox into the run queue, oldest first; answers steal requests;
- * runs due timers every 16th scheduling point.  Out of line when needed. */
+/* Moves the inbox into the run queue, oldest first; answers steal requests.
+ * Out of line when needed. */
 void xf__runq_poll_slow(struct xf__worker *w);
 
+/* At every scheduling point: the inbox, steal requests, and due timers -
+ * when the ticker says one is due, and at every 16th point anyway, which
+ * reads the clock (timer.c). */
 static inline void xf__runq_poll(struct xf__worker *w)
 {
 	if (unlikely(atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
 		     atomic_load_explicit(&w->steal_request, memory_order_relaxed)))
 		xf__runq_poll_slow(w);
-	if (unlikely(atomic_load_explicit(&w->timers_nr, memory_order_relaxed)) &&
-	    (++w->sched_ticks & 15) == 0)
+	if (unlikely(atomic_load_explicit(&w->timers_due, memory_order_relaxed)) ||
+	    (unlikely(atomic_load_explicit(&w->timers_nr, memory_order_relaxed)) &&
+	     (++w->sched_ticks & 15) == 0))
 		xf__timers_run(w);
 }
 

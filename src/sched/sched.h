@@ -201,8 +201,10 @@ struct xf__worker {
 	_Atomic(struct xf_fiber *) inbox __attribute__((aligned(64)));
 	_Atomic unsigned steal_request; /* 1 + id of an idle worker asking for work */
 	/* Right after steal_request: xf_yield's fast path tests both with
-	 * one load (arch/layout.h).  Written under timer_lock below. */
-	_Atomic unsigned timers_nr;
+	 * one load (arch/layout.h).  Set by the ticker when the earliest timer
+	 * is due, cleared by the worker as it runs the due timers. */
+	_Atomic unsigned timers_due;
+	_Atomic unsigned timers_nr; /* timers in the heap; written under timer_lock */
 	_Atomic int steal_pending;  /* this worker asked someone and awaits the answer */
 	_Atomic unsigned nr_queued; /* runq.len, published for thieves */
 	_Atomic uint32_t park_seq;  /* futex word; bumped by every unpark */

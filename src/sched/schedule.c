@@ -46,14 +46,14 @@ _Static_assert(sizeof(((struct xf__worker *)0)->runq.running_linked) == 1, "layo
 _Static_assert(offsetof(struct xf__worker, errno_ptr) == XF_W_ERRNO_PTR, "layout.h");
 _Static_assert(offsetof(struct xf__worker, inbox) == XF_W_INBOX, "layout.h");
 _Static_assert(offsetof(struct xf__worker, steal_request) == XF_W_STEAL_REQUEST, "layout.h");
-_Static_assert(offsetof(struct xf__worker, timers_nr) == XF_W_TIMERS_NR, "layout.h");
+_Static_assert(offsetof(struct xf__worker, timers_due) == XF_W_TIMERS_DUE, "layout.h");
 _Static_assert(offsetof(struct xf__worker, stats.switches) == XF_W_SWITCHES, "layout.h");
 _Static_assert(offsetof(struct xf__xstate, amx_granted) == XF_XSTATE_AMX_GRANTED, "layout.h");
 _Static_assert(sizeof(((struct xf_fiber *)0)->saved_errno) == 4, "layout.h: movl");
 _Static_assert(sizeof(((struct xf_fiber *)0)->on_cpu) == 4, "layout.h: movl");
 _Static_assert(sizeof(((struct xf__worker *)0)->steal_request) == 4, "layout.h: cmpl");
-_Static_assert(sizeof(((struct xf__worker *)0)->timers_nr) == 4, "layout.h: one 8-byte load");
-_Static_assert(XF_W_TIMERS_NR == XF_W_STEAL_REQUEST + 4, "layout.h: one 8-byte load");
+_Static_assert(sizeof(((struct xf__worker *)0)->timers_due) == 4, "layout.h: one 8-byte load");
+_Static_assert(XF_W_TIMERS_DUE == XF_W_STEAL_REQUEST + 4, "layout.h: one 8-byte load");
 _Static_assert(sizeof(((struct xf__xstate *)0)->amx_granted) == 1, "layout.h: cmpb");
 _Static_assert(XF_FIBER_F_IDLE == XF_FIBER_F_IDLE_BIT, "layout.h");
 _Static_assert(XF_PREV_ACTION_MASK == XF_PREV_ACTION_BITS, "layout.h");
