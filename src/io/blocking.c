@@ -192,7 +192,7 @@ static void *do_open(void *arg)
 	struct call *c = arg;
 
 	c->r = open(c->path, c->flags, c->mode);
-	c->err = errno;
+	c->err = xf__errno_get();
 	return NULL;
 }
 
@@ -201,7 +201,7 @@ static void *do_pread(void *arg)
 	struct call *c = arg;
 
 	c->r = pread(c->fd, c->buf, c->n, c->off);
-	c->err = errno;
+	c->err = xf__errno_get();
 	return NULL;
 }
 
@@ -210,7 +210,7 @@ static void *do_pwrite(void *arg)
 	struct call *c = arg;
 
 	c->r = pwrite(c->fd, c->buf, c->n, c->off);
-	c->err = errno;
+	c->err = xf__errno_get();
 	return NULL;
 }
 
@@ -219,7 +219,7 @@ static void *do_fsync(void *arg)
 	struct call *c = arg;
 
 	c->r = fsync(c->fd);
-	c->err = errno;
+	c->err = xf__errno_get();
 	return NULL;
 }
 
@@ -229,10 +229,10 @@ static ssize_t pooled(void *(*fn)(void *), struct call *c)
 	int err = xf_blocking(fn, c, NULL);
 
 	if (err) {
-		errno = err;
+		xf__errno_set(err);
 		return -1;
 	}
-	errno = c->err;
+	xf__errno_set(c->err);
 	return c->r;
 }
 
@@ -255,7 +255,7 @@ ssize_t xf_pread(int fd, void *buf, size_t n, off_t off)
 	struct call c = {.fd = fd, .buf = buf, .n = n, .off = off};
 	ssize_t r = preadv2(fd, &v, 1, off, RWF_NOWAIT); /* the page cache, if it can */
 
-	if (r >= 0 || (errno != EAGAIN && errno != EOPNOTSUPP))
+	if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EOPNOTSUPP))
 		return r;
 	return pooled(do_pread, &c);
 }
@@ -266,7 +266,7 @@ ssize_t xf_pwrite(int fd, const void *buf, size_t n, off_t off)
 	struct call c = {.fd = fd, .buf = (void *)buf, .n = n, .off = off};
 	ssize_t r = pwritev2(fd, &v, 1, off, RWF_NOWAIT);
 
-	if (r >= 0 || (errno != EAGAIN && errno != EOPNOTSUPP))
+	if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EOPNOTSUPP))
 		return r;
 	return pooled(do_pwrite, &c);
 }
@@ -300,7 +300,7 @@ int xf_getaddrinfo(const char *node, const char *service, const struct addrinfo 
 	int err = xf_blocking(do_getaddrinfo, &g, NULL);
 
 	if (err) {
-		errno = err;
+		xf__errno_set(err);
 		return EAI_SYSTEM;
 	}
 	return g.r;

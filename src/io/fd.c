@@ -133,24 +133,46 @@ static void unlink_waiter(struct xf__fd *e, struct xf__io_waiter *w)
 	w->fiber = NULL; /* no longer linked */
 }
 
+/* Whether a wait may begin: 0 and the time left (0: none), or why not. */
+static int wait_allowed(uint64_t deadline_ns, uint64_t *timeout)
+{
+	uint64_t now;
+
+	if (atomic_load_explicit(&cancelled, memory_order_acquire))
+		return ECANCELED;
+	*timeout = 0;
+	if (!deadline_ns)
+		return 0;
+	now = xf__now_ns();
+	if (now >= deadline_ns)
+		return ETIMEDOUT;
+	*timeout = deadline_ns - now;
+	return 0;
+}
+
+/* Puts w first on e's waiters.  Lock held. */
+static void link_waiter(struct xf__fd *e, struct xf__io_waiter *w, struct xf_fiber *f,
+			uint32_t events)
+{
+	w->fiber = f;
+	w->events = events;
+	w->next = e->waiters;
+	if (w->next)
+		w->next->prev = w;
+	e->waiters = w;
+}
+
 int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns)
 {
 	struct xf_fiber *self = xf__self();
 	struct xf__io_waiter me = {0};
-	uint64_t timeout = 0;
+	uint64_t timeout;
 	int state, err;
 
 	if (!self)
 		return EPERM;
-	if (atomic_load_explicit(&cancelled, memory_order_acquire))
-		return ECANCELED;
-	if (deadline_ns) {
-		uint64_t now = xf__now_ns();
-
-		if (now >= deadline_ns)
-			return ETIMEDOUT;
-		timeout = deadline_ns - now;
-	}
+	if ((err = wait_allowed(deadline_ns, &timeout)))
+		return err;
 	xf__spin_lock(&e->lock);
 	if (e->closing) {
 		xf__spin_unlock(&e->lock);
@@ -170,12 +192,7 @@ int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns)
 	}
 	/* The try before found EAGAIN: until an event, the next one would too. */
 	e->drained |= events;
-	me.fiber = self;
-	me.events = events;
-	me.next = e->waiters;
-	if (me.next)
-		me.next->prev = &me;
-	e->waiters = &me;
+	link_waiter(e, &me, self, events);
 	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
 	self->wait_timed = timeout != 0;
 	atomic_fetch_add_explicit(&xf__io_waiters, 1, memory_order_relaxed);
@@ -209,19 +226,12 @@ static uint32_t poll_events(short events)
 int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t deadline_ns)
 {
 	struct xf_fiber *self = xf__self();
-	uint64_t timeout = 0;
+	uint64_t timeout;
 	bool found = false;
-	int state;
+	int state, err;
 
-	if (atomic_load_explicit(&cancelled, memory_order_acquire))
-		return ECANCELED;
-	if (deadline_ns) {
-		uint64_t now = xf__now_ns();
-
-		if (now >= deadline_ns)
-			return ETIMEDOUT;
-		timeout = deadline_ns - now;
-	}
+	if ((err = wait_allowed(deadline_ns, &timeout)))
+		return err;
 	/* Findable from the first link on: preemption off, WAITING
 	 * (xf__wait_block's rule). */
 	xf__wait_prepare(self);
@@ -242,12 +252,7 @@ int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t
 		if (ready) {
 			e->ready &= ~ev; /* stale, or fresh: poll() will tell */
 		} else {
-			w[i].fiber = self;
-			w[i].events = ev;
-			w[i].next = e->waiters;
-			if (w[i].next)
-				w[i].next->prev = &w[i];
-			e->waiters = &w[i];
+			link_waiter(e, &w[i], self, ev);
 		}
 		xf__spin_unlock(&e->lock);
 		if (ready) {

@@ -69,27 +69,27 @@ static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool o
 	int err;
 
 	if ((err = xf__fd_enter(e))) {
-		errno = err;
+		xf__errno_set(err);
 		return -1;
 	}
 	kind = xf__fd_kind(e, fd);
 	if (kind == XF_FD_UNKNOWN) {
 		xf__fd_leave(e);
-		errno = EBADF;
+		xf__errno_set(EBADF);
 		return -1;
 	}
 	deadline = xf__fd_deadline(e, events);
 	for (;;) {
 		if ((kind == XF_FD_POLLABLE && !ready_now(fd, events)) ||
 		    (!once && xf__fd_drained(e, events)))
-			r = -1, errno = EAGAIN; /* known not ready: straight to the wait */
+			r = -1, xf__errno_set(EAGAIN); /* known not ready: straight to the wait */
 		else
 			r = attempt(fd, kind, op);
-		if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK) || once)
+		if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK) || once)
 			break;
 		err = xf__fd_wait(e, fd, events, deadline);
 		if (err) {
-			errno = err;
+			xf__errno_set(err);
 			r = -1;
 			break;
 		}
@@ -131,10 +131,10 @@ static ssize_t rw_attempt(int fd, enum xf__fd_kind kind, void *arg)
 	case XF_FD_NOWAIT:
 		r = op->write ? pwritev2(fd, op->iov, op->iovcnt, -1, RWF_NOWAIT)
 			      : preadv2(fd, op->iov, op->iovcnt, -1, RWF_NOWAIT);
-		if (r < 0 && errno == EOPNOTSUPP) {
+		if (r < 0 && xf__errno_get() == EOPNOTSUPP) {
 			/* This kernel or file has no RWF_NOWAIT: readiness first. */
 			__atomic_store_n(&xf__fd_get(fd)->kind, XF_FD_POLLABLE, __ATOMIC_RELAXED);
-			errno = EAGAIN;
+			xf__errno_set(EAGAIN);
 		}
 		return r;
 	case XF_FD_FILE:
@@ -158,7 +158,7 @@ static void *file_job_run(void *arg)
 
 	j->result = j->op->write ? writev(j->fd, j->op->iov, j->op->iovcnt)
 				 : readv(j->fd, j->op->iov, j->op->iovcnt);
-	j->err = errno;
+	j->err = xf__errno_get();
 	return NULL;
 }
 
@@ -169,14 +169,14 @@ static ssize_t file_io(int fd, const struct rw_op *op)
 			      : preadv2(fd, op->iov, op->iovcnt, -1, RWF_NOWAIT);
 	int err;
 
-	if (r >= 0 || (errno != EAGAIN && errno != EOPNOTSUPP))
+	if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EOPNOTSUPP))
 		return r;
 	err = xf_blocking(file_job_run, &j, NULL);
 	if (err) {
-		errno = err;
+		xf__errno_set(err);
 		return -1;
 	}
-	errno = j.err;
+	xf__errno_set(j.err);
 	return j.result;
 }
 
@@ -387,7 +387,7 @@ static ssize_t connected_attempt(int fd, enum xf__fd_kind kind, void *arg)
 	(void)kind;
 	/* Writable means the connection is made, or failed: SO_ERROR says. */
 	if (!ready_now(fd, POLLOUT)) {
-		errno = EAGAIN;
+		xf__errno_set(EAGAIN);
 		return -1;
 	}
 	return getsockopt(fd, SOL_SOCKET, SO_ERROR, soerr, &len);
@@ -408,17 +408,17 @@ int xf_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -1;
 	r = connect(fd, addr, len);
-	err = errno;
+	err = xf__errno_get();
 	if (r < 0 && err == EINPROGRESS) {
 		r = (int)run(fd, EPOLLOUT, connected_attempt, &soerr, false);
-		err = errno;
+		err = xf__errno_get();
 		if (r == 0 && soerr) {
 			r = -1;
 			err = soerr;
 		}
 	}
 	fcntl(fd, F_SETFL, fl);
-	errno = err;
+	xf__errno_set(err);
 	return r;
 }
 
@@ -447,7 +447,7 @@ int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		 * descriptor (fd.c's single-descriptor wait, generalised). */
 		w = calloc(n, sizeof(*w));
 		if (!w) {
-			errno = ENOMEM;
+			xf__errno_set(ENOMEM);
 			return -1;
 		}
 		err = xf__fds_wait(fds, n, w, deadline);
@@ -456,7 +456,7 @@ int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		if (err == ETIMEDOUT)
 			return 0;
 		if (err) {
-			errno = err;
+			xf__errno_set(err);
 			return -1;
 		}
 	}
@@ -490,7 +490,7 @@ int xf_fd_wait(int fd, short events, uint64_t timeout_ns)
 	if (!as_fiber()) {
 		int r = poll(&p, 1, timeout_ns ? (int)(timeout_ns / 1000000u) : -1);
 
-		return r > 0 ? ((p.revents & POLLNVAL) ? EBADF : 0) : r == 0 ? ETIMEDOUT : errno;
+		return r > 0 ? ((p.revents & POLLNVAL) ? EBADF : 0) : r == 0 ? ETIMEDOUT : xf__errno_get();
 	}
 	if (timeout_ns)
 		deadline = timeout_ns > UINT64_MAX - xf__now_ns() ? 0 : xf__now_ns() + timeout_ns;
@@ -505,7 +505,7 @@ int xf_fd_wait(int fd, short events, uint64_t timeout_ns)
 			break;
 		}
 		if (r < 0) {
-			err = errno;
+			err = xf__errno_get();
 			break;
 		}
 		err = xf__fd_wait(e, fd, (uint32_t)events, deadline);

@@ -68,7 +68,7 @@ static int ms_left(int timeout_ms, uint64_t start_ns)
 			result_ = (call);                                                          \
 			if (f)                                                                     \
 				__atomic_store_n(&f->blocking, prev, __ATOMIC_RELAXED);            \
-			if (result_ >= 0 || errno != EINTR || !xf__eintr_was_ours(ticks, app))    \
+			if (result_ >= 0 || xf__errno_get() != EINTR || !xf__eintr_was_ours(ticks, app))    \
 				break;                                                             \
 			resume;                                                                    \
 		}                                                                                  \
@@ -100,7 +100,7 @@ static int epoll_as_fiber(int epfd, struct epoll_event *ev, int max, int timeout
 		if (err == ETIMEDOUT)
 			return 0;
 		if (err) {
-			errno = err;
+			xf__errno_set(err);
 			return -1;
 		}
 		r = XF_REAL(epoll_wait)(epfd, ev, max, 0);
@@ -203,12 +203,12 @@ static int select_as_fiber(int n, fd_set *r, fd_set *w, fd_set *e, int timeout_m
 	int ready, count = 0;
 
 	if (n < 0 || n > FD_SETSIZE) {
-		errno = EINVAL;
+		xf__errno_set(EINVAL);
 		return -1;
 	}
 	p = calloc((size_t)n ? (size_t)n : 1, sizeof(*p));
 	if (!p) {
-		errno = ENOMEM;
+		xf__errno_set(ENOMEM);
 		return -1;
 	}
 	for (int fd = 0; fd < n; fd++) {
@@ -227,7 +227,7 @@ static int select_as_fiber(int n, fd_set *r, fd_set *w, fd_set *e, int timeout_m
 	for (nfds_t i = 0; i < np; i++) {
 		if (p[i].revents & POLLNVAL) {
 			free(p);
-			errno = EBADF;
+			xf__errno_set(EBADF);
 			return -1;
 		}
 	}

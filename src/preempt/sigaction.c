@@ -211,7 +211,7 @@ XF_INTERPOSE(int, sigaction, (int signo, const struct sigaction *act, struct sig
 	}
 	pthread_mutex_unlock(&sig.lock);
 	if (err) {
-		errno = err;
+		xf__errno_set(err);
 		return -1;
 	}
 	return 0;

@@ -25,6 +25,7 @@
 #ifndef XF_SCHED_SCHED_H
 #define XF_SCHED_SCHED_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -293,6 +294,28 @@ static inline __attribute__((always_inline)) struct xf_fiber *xf__current(void)
 	struct xf__worker *w = xf__this_worker();
 
 	return w ? w->current : NULL;
+}
+
+/* errno, for code that may have switched since it last touched it.  glibc
+ * declares __errno_location() const, so the compiler may keep an address of
+ * errno computed before a call that switched - and moved the fiber to
+ * another thread, whose errno it then is no longer.  These go through the
+ * worker's own pointer, read afresh (outside the runtime: errno). */
+static inline __attribute__((always_inline)) void xf__errno_set(int e)
+{
+	struct xf__worker *w = xf__this_worker();
+
+	if (w)
+		*w->errno_ptr = e;
+	else
+		errno = e;
+}
+
+static inline __attribute__((always_inline)) int xf__errno_get(void)
+{
+	struct xf__worker *w = xf__this_worker();
+
+	return w ? *w->errno_ptr : errno;
 }
 
 /* xf_self(), inline for the library's own hot paths (sync objects): the

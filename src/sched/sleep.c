@@ -111,12 +111,12 @@ XF_INTERPOSE(int, nanosleep, (const struct timespec *req, struct timespec *rem))
 	int err;
 
 	if (!req)
-		return errno = EFAULT, -1;
+		return xf__errno_set(EFAULT), -1;
 	if (!ts_valid(req))
-		return errno = EINVAL, -1;
+		return xf__errno_set(EINVAL), -1;
 	err = clock_nanosleep(CLOCK_REALTIME, 0, req, rem);
 	if (err)
-		return errno = err, -1;
+		return xf__errno_set(err), -1;
 	return 0;
 }
 

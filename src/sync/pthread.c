@@ -633,7 +633,7 @@ XF_INTERPOSE(int, pthread_once, (pthread_once_t * once, void (*init)(void)))
 			uint32_t ticks = (f)->preempt_signals;                                     \
 			uint64_t app = xf__signal_app_count();                                     \
 			blk_r_ = BLOCKING((f), XF_BLOCKING_AT_WAIT, call);                             \
-			if (blk_r_ == 0 || errno != EINTR || !xf__eintr_was_ours(ticks, app))          \
+			if (blk_r_ == 0 || xf__errno_get() != EINTR || !xf__eintr_was_ours(ticks, app))          \
 				break;                                                             \
 		}                                                                                  \
 		blk_r_;                                                                                \
@@ -652,12 +652,12 @@ XF_INTERPOSE(int, pthread_once, (pthread_once_t * once, void (*init)(void)))
 				wait_r_ = SEM_BLOCK(f, call);                                           \
 				break;                                                             \
 			}                                                                          \
-			if ((wait_r_ = sem_trywait(s)) == 0 || errno != EAGAIN) {                       \
+			if ((wait_r_ = sem_trywait(s)) == 0 || xf__errno_get() != EAGAIN) {                       \
 				progress(f);                                                       \
 				break;                                                             \
 			}                                                                          \
 			if (wait_round(f, (deadline))) {                                           \
-				errno = ETIMEDOUT;                                                 \
+				xf__errno_set(ETIMEDOUT);                                                 \
 				break;                                                             \
 			}                                                                          \
 		}                                                                                  \
@@ -828,13 +828,13 @@ static long futex_wait_round(struct xf_fiber *f, long *a)
 	uint64_t deadline = 0;
 
 	if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != (uint32_t)a[2]) {
-		errno = EAGAIN;
+		xf__errno_set(EAGAIN);
 		return -1;
 	}
 	if (t && (op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET)
 		deadline = deadline_of(op & FUTEX_CLOCK_REALTIME ? CLOCK_REALTIME : CLOCK_MONOTONIC, t);
 	if (wait_round(f, deadline)) {
-		errno = ETIMEDOUT;
+		xf__errno_set(ETIMEDOUT);
 		return -1;
 	}
 	return 0;

@@ -1,0 +1,906 @@
+/*
+ * test_io.c - fibers doing I/O: every call blocks only its fiber.
+ *
+ * usage: test_io CASE [WORKERS]
+ *   pipe       1 MiB through a pipe in full writes, and a byte ping-pong
+ *   socketpair stream ping-pong; datagrams through recvmsg/sendmsg iovecs
+ *   tcp        four acceptor fibers on one listener, twenty clients that
+ *              connect and echo; xf_getaddrinfo("localhost")
+ *   udp        sendto/recvfrom between fibers
+ *   unix       an AF_UNIX stream socket (abstract address)
+ *   many       10,000 fibers with a connection each on one worker
+ *   busy       a CPU-bound fiber keeps its worker while 1,000 fibers wait
+ *              on I/O, and they all finish once written to
+ *   timeout    xf_fd_set_timeout and xf_fd_wait time out within a slice of
+ *              their deadline, beside a CPU-bound fiber
+ *   close      xf_close wakes every waiter of the fd with EBADF
+ *   race       readiness racing the park: 100,000 round trips between
+ *              fibers on two workers at 50 us slices, spinners beside
+ *   blocking   long blocking calls and getaddrinfo in the pool while a
+ *              fiber keeps running
+ *   cross      wake-ups across workers, both ways
+ *   inherited  a blocking and a non-blocking descriptor: waits either way,
+ *              and the O_NONBLOCK flag is left as it was
+ *   errors     a bad fd, a closed fd, EPIPE, a full blocking pool, and a
+ *              fiber waiting on I/O when xf_shutdown is called (ECANCELED)
+ *   file       xf_open, xf_pwrite, xf_fsync, xf_pread, xf_read of a file
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "xfiber.h"
+
+static unsigned nworkers = 1;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void start(unsigned slice_us)
+{
+	CHECK_ERR(xf_init(&(xf_config){.workers = nworkers, .slice_us = slice_us}), 0);
+}
+
+/* Spawns fn(arg) n times, args[i] for the i-th, joins them all. */
+static void run_all(int n, void *(*fn)(void *), void **args)
+{
+	xf_fiber **f = calloc((size_t)n, sizeof(*f));
+
+	CHECK(f);
+	for (int i = 0; i < n; i++)
+		CHECK_ERR(xf_spawn(&f[i], fn, args ? args[i] : NULL, NULL), 0);
+	for (int i = 0; i < n; i++)
+		CHECK_ERR(xf_join(f[i], NULL), 0);
+	free(f);
+}
+
+/* --- pipe --- */
+
+#define BIG (1 << 20)
+static int pfd[2];
+
+static void *pipe_writer(void *arg)
+{
+	char *buf = malloc(BIG);
+
+	(void)arg;
+	for (int i = 0; i < BIG; i++)
+		buf[i] = (char)(i * 7);
+	for (int off = 0; off < BIG; off += 65536)
+		CHECK(xf_write(pfd[1], buf + off, 65536) == 65536); /* full writes */
+	CHECK(xf_close(pfd[1]) == 0);
+	free(buf);
+	return NULL;
+}
+
+static void *pipe_reader(void *arg)
+{
+	char buf[4096];
+	long total = 0;
+	ssize_t r;
+
+	(void)arg;
+	while ((r = xf_read(pfd[0], buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < r; i++)
+			if (buf[i] != (char)((total + i) * 7))
+				xf_test_fail("byte %ld through the pipe is wrong", total + i);
+		total += r;
+	}
+	CHECK(r == 0);
+	CHECK(total == BIG);
+	CHECK(xf_close(pfd[0]) == 0);
+	return NULL;
+}
+
+static int pp[2][2]; /* ping-pong pipes: [0] a->b, [1] b->a */
+
+static void *pong(void *arg)
+{
+	long n = (long)arg;
+	char c;
+
+	for (long i = 0; i < n; i++) {
+		CHECK(xf_read(pp[0][0], &c, 1) == 1);
+		CHECK(xf_write(pp[1][1], &c, 1) == 1);
+	}
+	return NULL;
+}
+
+static void ping(long n)
+{
+	xf_fiber *f;
+	char c = 'x';
+
+	CHECK_ERR(xf_spawn(&f, pong, (void *)n, NULL), 0);
+	for (long i = 0; i < n; i++) {
+		CHECK(xf_write(pp[0][1], &c, 1) == 1);
+		CHECK(xf_read(pp[1][0], &c, 1) == 1);
+	}
+	CHECK_ERR(xf_join(f, NULL), 0);
+}
+
+static void test_pipe(void)
+{
+	xf_fiber *w, *r;
+
+	start(0);
+	CHECK(pipe(pfd) == 0);
+	CHECK_ERR(xf_spawn(&r, pipe_reader, NULL, NULL), 0);
+	CHECK_ERR(xf_spawn(&w, pipe_writer, NULL, NULL), 0);
+	CHECK_ERR(xf_join(w, NULL), 0);
+	CHECK_ERR(xf_join(r, NULL), 0);
+	CHECK(pipe(pp[0]) == 0 && pipe(pp[1]) == 0);
+	ping(10000);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("pipe: 1 MiB in full writes, 10,000 round trips\n");
+}
+
+/* --- socketpair --- */
+
+static int sv[2];
+
+static void *sp_echo(void *arg)
+{
+	long n = (long)arg;
+	char c;
+
+	for (long i = 0; i < n; i++) {
+		CHECK(xf_recv(sv[1], &c, 1, 0) == 1);
+		CHECK(xf_send(sv[1], &c, 1, 0) == 1);
+	}
+	return NULL;
+}
+
+static void *dgram_receiver(void *arg)
+{
+	int fd = *(int *)arg;
+
+	for (int i = 0; i < 100; i++) {
+		char a[3], b[8];
+		struct iovec iov[2] = {{a, sizeof(a)}, {b, sizeof(b)}};
+		struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+		ssize_t r = xf_recvmsg(fd, &m, 0);
+
+		CHECK(r == 11);
+		CHECK(!memcmp(a, "abc", 3) && b[0] == (char)i);
+	}
+	return NULL;
+}
+
+static void test_socketpair(void)
+{
+	xf_fiber *f;
+	int dg[2];
+	char c = 'y';
+
+	start(0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK_ERR(xf_spawn(&f, sp_echo, (void *)10000L, NULL), 0);
+	for (int i = 0; i < 10000; i++) {
+		CHECK(xf_send(sv[0], &c, 1, 0) == 1);
+		CHECK(xf_recv(sv[0], &c, 1, 0) == 1);
+	}
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK(socketpair(AF_UNIX, SOCK_DGRAM, 0, dg) == 0);
+	CHECK_ERR(xf_spawn(&f, dgram_receiver, &dg[1], NULL), 0);
+	for (int i = 0; i < 100; i++) {
+		char msg[11] = "abc";
+		struct iovec iov = {msg, sizeof(msg)};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+
+		msg[3] = (char)i;
+		CHECK(xf_sendmsg(dg[0], &m, 0) == 11);
+		if (i % 10 == 0)
+			xf_sleep_ns(100000); /* let the receiver wait now and then */
+	}
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("socketpair: 10,000 stream round trips, 100 datagrams\n");
+}
+
+/* --- tcp --- */
+
+#define CLIENTS 20
+static int listener;
+static struct sockaddr_in server;
+static atomic_int served;
+
+static void *acceptor(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		char buf[64];
+		ssize_t r;
+		int c = xf_accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c < 0) {
+			CHECK(errno == EBADF); /* the listener closed: done */
+			return NULL;
+		}
+		while ((r = xf_recv(c, buf, sizeof(buf), 0)) > 0)
+			CHECK(xf_send(c, buf, (size_t)r, 0) == r);
+		CHECK(xf_close(c) == 0);
+		atomic_fetch_add(&served, 1);
+	}
+}
+
+static void *client(void *arg)
+{
+	long i = (long)arg;
+	char msg[32], back[32];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n = snprintf(msg, sizeof(msg), "hello %ld", i);
+
+	CHECK(fd >= 0);
+	CHECK(xf_connect(fd, (struct sockaddr *)&server, sizeof(server)) == 0);
+	CHECK(xf_write(fd, msg, (size_t)n) == n);
+	for (int got = 0; got < n;) {
+		ssize_t r = xf_read(fd, back + got, sizeof(back) - (size_t)got);
+		CHECK(r > 0);
+		got += (int)r;
+	}
+	CHECK(!memcmp(msg, back, (size_t)n));
+	CHECK(xf_close(fd) == 0);
+	return NULL;
+}
+
+static void test_tcp(void)
+{
+	xf_fiber *acc[4];
+	void *args[CLIENTS];
+	socklen_t len = sizeof(server);
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
+
+	start(0);
+	listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	server = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	CHECK(bind(listener, (struct sockaddr *)&server, sizeof(server)) == 0);
+	CHECK(listen(listener, 64) == 0);
+	CHECK(getsockname(listener, (struct sockaddr *)&server, &len) == 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_ERR(xf_spawn(&acc[i], acceptor, NULL, NULL), 0);
+	for (long i = 0; i < CLIENTS; i++)
+		args[i] = (void *)i;
+	run_all(CLIENTS, client, args);
+	while (atomic_load(&served) < CLIENTS)
+		xf_sleep_ns(1000000);
+	CHECK(xf_close(listener) == 0); /* the acceptors wake with EBADF */
+	for (int i = 0; i < 4; i++)
+		CHECK_ERR(xf_join(acc[i], NULL), 0);
+	CHECK(xf_getaddrinfo("localhost", "80", &hints, &res) == 0);
+	freeaddrinfo(res);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("tcp: %d clients echoed by 4 acceptors on one listener\n", CLIENTS);
+}
+
+/* --- udp --- */
+
+static int udp[2];
+
+static void *udp_echo(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 200; i++) {
+		struct sockaddr_in from;
+		socklen_t flen = sizeof(from);
+		char buf[16];
+		ssize_t r = xf_recvfrom(udp[1], buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen);
+
+		CHECK(r > 0 && flen == sizeof(from));
+		CHECK(xf_sendto(udp[1], buf, (size_t)r, 0, (struct sockaddr *)&from, flen) == r);
+	}
+	return NULL;
+}
+
+static void test_udp(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	xf_fiber *f;
+
+	start(0);
+	for (int i = 0; i < 2; i++) {
+		udp[i] = socket(AF_INET, SOCK_DGRAM, 0);
+		CHECK(bind(udp[i], (struct sockaddr *)&a, sizeof(a)) == 0);
+	}
+	CHECK(getsockname(udp[1], (struct sockaddr *)&a, &len) == 0);
+	CHECK_ERR(xf_spawn(&f, udp_echo, NULL, NULL), 0);
+	for (int i = 0; i < 200; i++) {
+		char buf[16];
+
+		CHECK(xf_sendto(udp[0], "ping", 4, 0, (struct sockaddr *)&a, len) == 4);
+		CHECK(xf_recvfrom(udp[0], buf, sizeof(buf), 0, NULL, NULL) == 4);
+	}
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("udp: 200 round trips\n");
+}
+
+/* --- unix --- */
+
+static struct sockaddr_un uaddr;
+static socklen_t ulen;
+
+static void *unix_server(void *arg)
+{
+	int l = *(int *)arg, c;
+	char buf[8];
+
+	c = xf_accept4(l, NULL, NULL, 0);
+	CHECK(c >= 0);
+	CHECK(xf_read(c, buf, 5) == 5 && !memcmp(buf, "hello", 5));
+	CHECK(xf_write(c, "world", 5) == 5);
+	CHECK(xf_close(c) == 0);
+	return NULL;
+}
+
+static void test_unix(void)
+{
+	int l = socket(AF_UNIX, SOCK_STREAM, 0), c = socket(AF_UNIX, SOCK_STREAM, 0);
+	xf_fiber *f;
+	char buf[8];
+
+	start(0);
+	uaddr.sun_family = AF_UNIX;
+	snprintf(uaddr.sun_path + 1, sizeof(uaddr.sun_path) - 1, "xfiber-test-%d", getpid());
+	ulen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(uaddr.sun_path + 1));
+	CHECK(bind(l, (struct sockaddr *)&uaddr, ulen) == 0 && listen(l, 4) == 0);
+	CHECK_ERR(xf_spawn(&f, unix_server, &l, NULL), 0);
+	CHECK(xf_connect(c, (struct sockaddr *)&uaddr, ulen) == 0);
+	CHECK(xf_write(c, "hello", 5) == 5);
+	CHECK(xf_read(c, buf, 5) == 5 && !memcmp(buf, "world", 5));
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK(xf_close(c) == 0 && xf_close(l) == 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("unix: a round trip over an abstract AF_UNIX socket\n");
+}
+
+/* --- many --- */
+
+#define MANY 10000
+static int (*many_fds)[2];
+
+static void *many_echo(void *arg)
+{
+	int *fds = arg;
+	char c;
+
+	CHECK(xf_read(fds[1], &c, 1) == 1);
+	CHECK(xf_write(fds[1], &c, 1) == 1);
+	return NULL;
+}
+
+static void test_many(void)
+{
+	struct rlimit rl;
+	xf_fiber **f;
+	char c = 'z';
+	int many = MANY;
+
+	/* Both ends are ours: two descriptors a connection.  Raise the limit as
+	 * far as we may; where the hard limit is lower, as many as it allows. */
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	if (rl.rlim_cur < 2 * MANY + 64) {
+		struct rlimit want = {2 * MANY + 64, 2 * MANY + 64};
+
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max > want.rlim_max)
+			want.rlim_max = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &want)) {
+			want.rlim_cur = want.rlim_max = rl.rlim_max;
+			CHECK(setrlimit(RLIMIT_NOFILE, &want) == 0);
+			many = (int)((rl.rlim_max - 64) / 2);
+		}
+	}
+	if (many < 1000)
+		xf_test_skip("RLIMIT_NOFILE's hard limit is %lu: too few descriptors for 1000 "
+			     "connections",
+			     (unsigned long)rl.rlim_max);
+	nworkers = 1;
+	start(0);
+	many_fds = calloc((size_t)many, sizeof(*many_fds));
+	f = calloc((size_t)many, sizeof(*f));
+	for (int i = 0; i < many; i++) {
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, many_fds[i]) == 0);
+		CHECK_ERR(xf_spawn(&f[i], many_echo, many_fds[i], NULL), 0);
+	}
+	xf_sleep_ns(10000000); /* every one of them waiting */
+	for (int i = 0; i < many; i++)
+		CHECK(xf_write(many_fds[i][0], &c, 1) == 1);
+	for (int i = 0; i < many; i++) {
+		CHECK(xf_read(many_fds[i][0], &c, 1) == 1);
+		CHECK_ERR(xf_join(f[i], NULL), 0);
+		CHECK(xf_close(many_fds[i][0]) == 0 && xf_close(many_fds[i][1]) == 0);
+	}
+	free(f);
+	free(many_fds);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("many: %d fibers with a connection each on one worker%s\n", many,
+	       many < MANY ? " (fewer than 10,000: RLIMIT_NOFILE's hard limit)" : "");
+}
+
+/* --- busy --- */
+
+#define WAITERS 1000
+static atomic_bool stop_spinning;
+static atomic_ulong spun;
+static atomic_int woke;
+
+static void *spinner(void *arg)
+{
+	while (!atomic_load(&stop_spinning))
+		atomic_fetch_add_explicit(&spun, 1, memory_order_relaxed);
+	return arg;
+}
+
+static void *waiter(void *arg)
+{
+	int *fds = arg;
+	char c;
+
+	CHECK(xf_read(fds[1], &c, 1) == 1);
+	atomic_fetch_add(&woke, 1);
+	return NULL;
+}
+
+struct writer_arg {
+	int (*fds)[2];
+	int n;
+};
+
+static void *plain_writer(void *arg)
+{
+	struct writer_arg *w = arg;
+
+	for (int i = 0; i < w->n; i++)
+		CHECK(write(w->fds[i][0], "!", 1) == 1);
+	return NULL;
+}
+
+static void test_busy(void)
+{
+	int(*fds)[2] = calloc(WAITERS, sizeof(*fds));
+	xf_fiber *s, **f = calloc(WAITERS, sizeof(*f));
+	struct writer_arg wa = {fds, WAITERS};
+	unsigned long before;
+	uint64_t t0, woke_in;
+	pthread_t t;
+
+	nworkers = 1;
+	start(1000);
+	for (int i = 0; i < WAITERS; i++) {
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, fds[i]) == 0);
+		CHECK_ERR(xf_spawn(&f[i], waiter, fds[i], NULL), 0);
+	}
+	xf_yield(); /* they all run to their wait */
+	CHECK_ERR(xf_spawn(&s, spinner, NULL, NULL), 0);
+	xf_sleep_ns(20000000);
+	before = atomic_load(&spun);
+	xf_sleep_ns(30000000);
+	if (atomic_load(&spun) == before)
+		xf_test_fail("the CPU-bound fiber did not run while %d fibers waited on I/O",
+			     WAITERS);
+	t0 = now_ns();
+	CHECK(pthread_create(&t, NULL, plain_writer, &wa) == 0);
+	pthread_join(t, NULL);
+	while (atomic_load(&woke) < WAITERS) /* a waiter never woken: the test's TIMEOUT */
+		xf_sleep_ns(1000000);
+	woke_in = now_ns() - t0;
+	atomic_store(&stop_spinning, true);
+	for (int i = 0; i < WAITERS; i++) {
+		CHECK_ERR(xf_join(f[i], NULL), 0);
+		CHECK(xf_close(fds[i][0]) == 0 && xf_close(fds[i][1]) == 0);
+	}
+	free(f);
+	free(fds);
+	CHECK_ERR(xf_join(s, NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("busy: a CPU-bound fiber ran beside %d waiters, who all woke %.1f ms after "
+	       "the writes began\n",
+	       WAITERS, (double)woke_in / 1e6);
+}
+
+/* --- timeout --- */
+
+static void *timeouts(void *arg)
+{
+	const uint64_t slice = 1000000, t = 20000000;
+	int fds[2];
+	char c;
+	double late_sum = 0, late_max = 0;
+
+	(void)arg;
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+	CHECK_ERR(xf_fd_set_timeout(fds[0], t, 0), 0);
+	for (int i = 0; i < 10; i++) {
+		uint64_t t0 = now_ns(), late;
+
+		if (i & 1) {
+			CHECK_ERR(xf_fd_wait(fds[0], POLLIN, t), ETIMEDOUT);
+		} else {
+			CHECK(xf_read(fds[0], &c, 1) == -1);
+			CHECK(errno == ETIMEDOUT);
+		}
+		CHECK(now_ns() - t0 >= t);
+		late = now_ns() - t0 - t;
+		late_sum += (double)late;
+		if ((double)late > late_max)
+			late_max = (double)late;
+	}
+	/* How late is for the benchmarks to judge (a loaded machine makes any
+	 * bound here flaky); this prints it. */
+	printf("timeout: late %.0f us on average, %.0f us at worst (%.0f us slices)\n",
+	       late_sum / 10 / 1e3, late_max / 1e3, (double)slice / 1e3);
+	xf_close(fds[0]);
+	xf_close(fds[1]);
+	atomic_store(&stop_spinning, true);
+	return NULL;
+}
+
+static void test_timeout(void)
+{
+	xf_attr on0 = {.pinned = true, .worker = 0};
+	xf_fiber *s, *t;
+
+	nworkers = 1;
+	start(1000);
+	CHECK_ERR(xf_spawn(&s, spinner, NULL, &on0), 0);
+	CHECK_ERR(xf_spawn(&t, timeouts, NULL, &on0), 0);
+	CHECK_ERR(xf_join(t, NULL), 0);
+	CHECK_ERR(xf_join(s, NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
+/* --- close --- */
+
+static int cfd[2];
+static atomic_int ebadf;
+
+static void *close_waiter(void *arg)
+{
+	char c;
+
+	if (arg) {
+		CHECK_ERR(xf_fd_wait(cfd[0], POLLIN, 0), EBADF);
+	} else {
+		ssize_t r = xf_read(cfd[0], &c, 1);
+
+		if (r != -1 || errno != EBADF) {
+			char link[64], what[128] = "";
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", cfd[0]);
+			if (readlink(link, what, sizeof(what) - 1) < 0) {}
+			xf_test_fail("a waiter's xf_read returned %zd (%s); fd %d is %s, worker %d", r,
+				     strerrorname_np(errno), cfd[0], what, xf_worker_id());
+		}
+	}
+	atomic_fetch_add(&ebadf, 1);
+	return NULL;
+}
+
+static void test_close(void)
+{
+	void *args[6] = {NULL, NULL, NULL, NULL, NULL, (void *)1};
+	xf_fiber *f[6];
+
+	start(0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, cfd) == 0);
+	for (int i = 0; i < 6; i++)
+		CHECK_ERR(xf_spawn(&f[i], close_waiter, args[i], NULL), 0);
+	xf_sleep_ns(5000000);
+	CHECK(xf_close(cfd[0]) == 0);
+	for (int i = 0; i < 6; i++)
+		CHECK_ERR(xf_join(f[i], NULL), 0);
+	CHECK(atomic_load(&ebadf) == 6);
+	CHECK(fcntl(cfd[0], F_GETFD) == -1 && errno == EBADF);
+	{
+		ssize_t r = xf_read(cfd[0], args, 1);
+
+		if (r != -1 || errno != EBADF)
+			xf_test_fail("xf_read on the closed fd returned %zd (%s)", r,
+				     strerrorname_np(errno));
+	}
+	close(cfd[1]);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("close: 6 waiters woke with EBADF\n");
+}
+
+/* --- race --- */
+
+/* Each trip waits for a 50 us slice or two on the echo's worker. */
+#define RACE_TRIPS 10000
+
+static void test_race(void)
+{
+	xf_attr on0 = {.pinned = true, .worker = 0}, on1 = {.pinned = true, .worker = 1};
+	xf_fiber *s[2], *f;
+	char c = 'r';
+
+	nworkers = 2;
+	CHECK_ERR(xf_init(&(xf_config){.workers = 2, .slice_us = 50}), 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK_ERR(xf_spawn(&s[0], spinner, NULL, &on0), 0);
+	CHECK_ERR(xf_spawn(&s[1], spinner, NULL, &on1), 0);
+	CHECK_ERR(xf_spawn(&f, sp_echo, (void *)(long)RACE_TRIPS, &on1), 0);
+	for (int i = 0; i < RACE_TRIPS; i++) {
+		CHECK(xf_write(sv[0], &c, 1) == 1);
+		CHECK(xf_read(sv[0], &c, 1) == 1);
+	}
+	CHECK_ERR(xf_join(f, NULL), 0);
+	atomic_store(&stop_spinning, true);
+	CHECK_ERR(xf_join(s[0], NULL), 0);
+	CHECK_ERR(xf_join(s[1], NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("race: %d round trips across workers at 50 us slices, spinners beside\n", RACE_TRIPS);
+}
+
+/* --- blocking --- */
+
+static void *sleeps_50ms(void *arg)
+{
+	usleep(50000); /* a plain thread: the C library's own sleep */
+	return arg;
+}
+
+static void *pooled(void *arg)
+{
+	void *r;
+
+	CHECK_ERR(xf_blocking(sleeps_50ms, arg, &r), 0);
+	CHECK(r == arg);
+	return NULL;
+}
+
+static void *resolver(void *arg)
+{
+	struct addrinfo *res;
+
+	(void)arg;
+	CHECK(xf_getaddrinfo("localhost", NULL, NULL, &res) == 0);
+	freeaddrinfo(res);
+	return NULL;
+}
+
+static void test_blocking(void)
+{
+	xf_fiber *s, *p[4], *r;
+	unsigned long before;
+	uint64_t t0;
+	void *out;
+
+	nworkers = 1;
+	start(0);
+	CHECK_ERR(xf_spawn(&s, spinner, NULL, NULL), 0);
+	before = atomic_load(&spun);
+	t0 = now_ns();
+	for (long i = 0; i < 4; i++)
+		CHECK_ERR(xf_spawn(&p[i], pooled, (void *)(i + 1), NULL), 0);
+	CHECK_ERR(xf_spawn(&r, resolver, NULL, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_ERR(xf_join(p[i], NULL), 0);
+	CHECK_ERR(xf_join(r, NULL), 0);
+	if (now_ns() - t0 > 150000000)
+		xf_test_fail("four 50 ms jobs took %.0f ms: the pool ran them one by one",
+			     (double)(now_ns() - t0) / 1e6);
+	if (atomic_load(&spun) == before)
+		xf_test_fail("the other fiber did not run during the blocking calls");
+	atomic_store(&stop_spinning, true);
+	CHECK_ERR(xf_join(s, NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	CHECK_ERR(xf_blocking(sleeps_50ms, (void *)7, &out), 0); /* outside: inline */
+	CHECK(out == (void *)7);
+	printf("blocking: 4 long calls in parallel and a name resolved beside a running fiber\n");
+}
+
+/* --- cross --- */
+
+static int xfd[2][2];
+
+static void *cross_peer(void *arg)
+{
+	char c;
+
+	(void)arg;
+	for (int i = 0; i < 1000; i++) {
+		CHECK(xf_read(xfd[0][1], &c, 1) == 1);
+		CHECK(xf_write(xfd[1][1], &c, 1) == 1);
+	}
+	return NULL;
+}
+
+static void test_cross(void)
+{
+	xf_attr on1 = {.pinned = true, .worker = 1};
+	xf_fiber *f;
+	char c = 'c';
+
+	nworkers = 2;
+	start(0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, xfd[0]) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, xfd[1]) == 0);
+	CHECK_ERR(xf_spawn(&f, cross_peer, NULL, &on1), 0); /* the first fiber is on 0 */
+	for (int i = 0; i < 1000; i++) {
+		CHECK(xf_write(xfd[0][0], &c, 1) == 1);
+		CHECK(xf_read(xfd[1][0], &c, 1) == 1);
+		if (xf_worker_id() != 0)
+			xf_test_fail("the first fiber left worker 0");
+	}
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("cross: 1,000 round trips between fibers pinned to workers 0 and 1\n");
+}
+
+/* --- inherited --- */
+
+static int ifd[2];
+
+static void *late_writer(void *arg)
+{
+	xf_sleep_ns(5000000);
+	CHECK(xf_write(ifd[1], "i", 1) == 1);
+	return arg;
+}
+
+static void test_inherited(void)
+{
+	xf_fiber *f;
+	char c;
+
+	start(0);
+	for (int nonblock = 0; nonblock < 2; nonblock++) {
+		CHECK(pipe2(ifd, nonblock ? O_NONBLOCK : 0) == 0);
+		CHECK_ERR(xf_spawn(&f, late_writer, NULL, NULL), 0);
+		CHECK(xf_read(ifd[0], &c, 1) == 1); /* waits, whatever the flag */
+		CHECK_ERR(xf_join(f, NULL), 0);
+		CHECK(!!(fcntl(ifd[0], F_GETFL) & O_NONBLOCK) == nonblock);
+		CHECK(!!(fcntl(ifd[1], F_GETFL) & O_NONBLOCK) == nonblock);
+		CHECK(xf_close(ifd[0]) == 0 && xf_close(ifd[1]) == 0);
+	}
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("inherited: blocking and non-blocking pipes, flags left as they were\n");
+}
+
+/* --- errors --- */
+
+static int gate[2];
+
+static void *blocks_in_pool(void *arg)
+{
+	char c;
+
+	if (read(gate[0], &c, 1) != 1) /* a plain read in a helper thread */
+		return NULL;
+	return arg;
+}
+
+static void *pool_user(void *arg)
+{
+	*(int *)arg = xf_blocking(blocks_in_pool, NULL, NULL);
+	return NULL;
+}
+
+static void *parked_reader(void *arg)
+{
+	char c;
+
+	*(int *)arg = xf_read(gate[0], &c, 1) == -1 ? errno : 0;
+	return NULL;
+}
+
+static void test_errors(void)
+{
+	int p[2], results[40], eagain = 0, shutdown_err = -1;
+	xf_fiber *f[40], *r;
+	char c;
+	xf_attr detached = XF_ATTR_INIT;
+
+	signal(SIGPIPE, SIG_IGN);
+	CHECK_ERR(xf_init(&(xf_config){.workers = 1, .blocking_threads = 1}), 0);
+	CHECK(xf_read(-1, &c, 1) == -1 && errno == EBADF);
+	CHECK(xf_read(1000000, &c, 1) == -1 && errno == EBADF);
+	CHECK(pipe(p) == 0);
+	CHECK(xf_close(p[1]) == 0);
+	CHECK(xf_write(p[1], "x", 1) == -1 && errno == EBADF);
+	CHECK(xf_read(p[0], &c, 1) == 0); /* EOF */
+	CHECK(pipe(p) == 0);
+	CHECK(xf_close(p[0]) == 0);
+	CHECK(xf_write(p[1], "x", 1) == -1 && errno == EPIPE);
+	CHECK(xf_close(p[1]) == 0);
+	CHECK_ERR(xf_fd_wait(p[1], POLLIN, 1000), EBADF);
+	CHECK_ERR(xf_fd_wait(0, POLLPRI, 0), EINVAL);
+	CHECK_ERR(xf_fd_set_timeout(-5, 1, 1), EBADF);
+	/* One helper, a queue of 16: past that the pool says EAGAIN. */
+	CHECK(pipe(gate) == 0);
+	for (int i = 0; i < 40; i++)
+		CHECK_ERR(xf_spawn(&f[i], pool_user, &results[i], NULL), 0);
+	xf_sleep_ns(20000000);
+	for (int i = 0; i < 40; i++)
+		CHECK(write(gate[1], "g", 1) == 1);
+	for (int i = 0; i < 40; i++) {
+		CHECK_ERR(xf_join(f[i], NULL), 0);
+		CHECK(results[i] == 0 || results[i] == EAGAIN);
+		eagain += results[i] == EAGAIN;
+	}
+	/* 17 taken (one running, 16 queued), or 16 if the helper had not yet
+	 * taken its first job when the queue filled. */
+	if (eagain != 40 - 17 && eagain != 40 - 16)
+		xf_test_fail("%d of 40 jobs refused with a helper and a queue of 16", eagain);
+	/* A fiber waiting on I/O when the runtime stops: ECANCELED.  (The gate
+	 * still holds the refused jobs' bytes: a fresh, empty pipe.) */
+	CHECK(close(gate[0]) == 0 && close(gate[1]) == 0);
+	CHECK(pipe(gate) == 0);
+	detached.detached = true;
+	CHECK_ERR(xf_spawn(&r, parked_reader, &shutdown_err, &detached), 0);
+	xf_sleep_ns(5000000);
+	CHECK_ERR(xf_shutdown(), 0);
+	CHECK(shutdown_err == ECANCELED);
+	printf("errors: EBADF, EOF, EPIPE, EINVAL, %d jobs refused by a full pool, ECANCELED "
+	       "at shutdown\n",
+	       eagain);
+}
+
+/* --- file --- */
+
+static void test_file(void)
+{
+	char path[] = "/tmp/xfiber-io-XXXXXX", buf[64];
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	close(fd);
+	start(0);
+	fd = xf_open(path, O_RDWR | O_TRUNC | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK(xf_pwrite(fd, "0123456789", 10, 0) == 10);
+	CHECK(xf_fsync(fd) == 0);
+	CHECK(xf_pread(fd, buf, 4, 3) == 4 && !memcmp(buf, "3456", 4));
+	CHECK(xf_read(fd, buf, sizeof(buf)) == 10 && !memcmp(buf, "0123456789", 10));
+	CHECK(xf_read(fd, buf, sizeof(buf)) == 0);
+	CHECK(xf_close(fd) == 0);
+	CHECK(xf_open("/nonexistent/xfiber", O_RDONLY) == -1 && errno == ENOENT);
+	CHECK_ERR(xf_shutdown(), 0);
+	unlink(path);
+	printf("file: open, pwrite, fsync, pread, read, close\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*run)(void);
+	} cases[] = {
+	    {"pipe", test_pipe},	 {"socketpair", test_socketpair}, {"tcp", test_tcp},
+	    {"udp", test_udp},		 {"unix", test_unix},		  {"many", test_many},
+	    {"busy", test_busy},	 {"timeout", test_timeout},	  {"close", test_close},
+	    {"race", test_race},	 {"blocking", test_blocking},	  {"cross", test_cross},
+	    {"inherited", test_inherited}, {"errors", test_errors},	  {"file", test_file},
+	};
+
+	if (argc < 2)
+		xf_test_fail("usage: test_io CASE [WORKERS]");
+	if (argc > 2)
+		nworkers = (unsigned)atoi(argv[2]);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (!strcmp(cases[i].name, argv[1])) {
+			cases[i].run();
+			return 0;
+		}
+	}
+	xf_test_fail("unknown case %s", argv[1]);
+}
