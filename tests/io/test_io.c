@@ -623,31 +623,43 @@ static void test_close(void)
 
 /* --- race --- */
 
-/* Each trip waits for a 50 us slice or two on the echo's worker. */
-#define RACE_TRIPS 10000
+/* The pinger waits on worker 0 while its worker idles in the poller; the
+ * echo waits on worker 1 beside a CPU-bound fiber, preempted every 50 us, so
+ * readiness lands in every phase of its park. */
+#define RACE_TRIPS 100000
 
-static void test_race(void)
+static void *race_pinger(void *arg)
 {
-	xf_attr on0 = {.pinned = true, .worker = 0}, on1 = {.pinned = true, .worker = 1};
-	xf_fiber *s[2], *f;
 	char c = 'r';
 
-	nworkers = 2;
-	CHECK_ERR(xf_init(&(xf_config){.workers = 2, .slice_us = 50}), 0);
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	CHECK_ERR(xf_spawn(&s[0], spinner, NULL, &on0), 0);
-	CHECK_ERR(xf_spawn(&s[1], spinner, NULL, &on1), 0);
-	CHECK_ERR(xf_spawn(&f, sp_echo, (void *)(long)RACE_TRIPS, &on1), 0);
+	(void)arg;
 	for (int i = 0; i < RACE_TRIPS; i++) {
 		CHECK(xf_write(sv[0], &c, 1) == 1);
 		CHECK(xf_read(sv[0], &c, 1) == 1);
 	}
-	CHECK_ERR(xf_join(f, NULL), 0);
+	return NULL;
+}
+
+static void test_race(void)
+{
+	xf_attr on0 = {.pinned = true, .worker = 0}, on1 = {.pinned = true, .worker = 1};
+	xf_fiber *s, *p, *e;
+
+	nworkers = 2;
+	CHECK_ERR(xf_init(&(xf_config){.workers = 2, .slice_us = 50}), 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK_ERR(xf_spawn(&s, spinner, NULL, &on1), 0);
+	CHECK_ERR(xf_spawn(&e, sp_echo, (void *)(long)RACE_TRIPS, &on1), 0);
+	CHECK_ERR(xf_spawn(&p, race_pinger, NULL, &on0), 0);
+	CHECK_ERR(xf_join(p, NULL), 0);
+	CHECK_ERR(xf_join(e, NULL), 0);
 	atomic_store(&stop_spinning, true);
-	CHECK_ERR(xf_join(s[0], NULL), 0);
-	CHECK_ERR(xf_join(s[1], NULL), 0);
+	CHECK_ERR(xf_join(s, NULL), 0);
+	CHECK(xf_close(sv[0]) == 0 && xf_close(sv[1]) == 0);
 	CHECK_ERR(xf_shutdown(), 0);
-	printf("race: %d round trips across workers at 50 us slices, spinners beside\n", RACE_TRIPS);
+	printf("race: %d round trips across workers at 50 us slices, a spinner beside the "
+	       "echo\n",
+	       RACE_TRIPS);
 }
 
 /* --- blocking --- */
