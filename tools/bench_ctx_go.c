@@ -5,55 +5,25 @@
  * is followed by xfiber's yield or channel ping-pong with as many round
  * trips, and the ratio of the two is the run's verdict (x_xfiber).
  */
-#include <errno.h>
+#define _GNU_SOURCE
 #include <stdio.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "bench_ctx.h"
 #include "bench_fiber.h"
-#include "bench_task.h"
+#include "bench_go.h"
 
 /* .test of a Go row. */
 enum { GO_GOSCHED, GO_CHAN };
 
-#ifdef XF_BENCH_GO
 static int go_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
-	char n[32], out[256];
-	char *argv[] = {XF_BENCH_GO, "-mode", p->test == GO_GOSCHED ? "gosched" : "chan",
-			"-n",	     n,	      NULL};
-	char *env[] = {"GOMAXPROCS=1", NULL};
-	unsigned long long switches = 0;
-	size_t used = 0;
-	double ns = 0, fiber;
-	pid_t pid;
-	int fd, err, status;
-	ssize_t got;
+	const char *mode = p->test == GO_GOSCHED ? "gosched" : "chan";
+	unsigned long long switches;
+	double ns, fiber;
+	int err = xf_bench_go_run(mode, iters, &switches, &ns, s->note, sizeof(s->note));
 
-	snprintf(n, sizeof(n), "%llu", (unsigned long long)iters);
-	/* The child inherits this thread's pinning. */
-	err = xf_bench_spawn(argv, env, &pid, &fd);
-	if (err) {
-		snprintf(s->note, sizeof(s->note), "cannot run %s: %s", XF_BENCH_GO, strerror(err));
+	if (err)
 		return err;
-	}
-	while (used + 1 < sizeof(out) &&
-	       (got = read(fd, out + used, sizeof(out) - 1 - used)) != 0) {
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			break;
-		used += (size_t)got;
-	}
-	out[used] = 0;
-	close(fd);
-	status = xf_bench_spawn_wait(pid);
-	if (status || sscanf(out, "%llu %lf", &switches, &ns) != 2 || ns <= 0) {
-		snprintf(s->note, sizeof(s->note), "%s -mode %s failed (exit status %d)",
-			 XF_BENCH_GO, argv[2], status);
-		return EIO;
-	}
 	s->value = (double)switches * 1e9 / ns;
 	s->elapsed_ns = ns;
 	xf_bench_sample_extra(s, "ns_per_switch", ns / (double)switches);
@@ -72,21 +42,12 @@ static int go_run(const struct xf_bench_params *p, uint64_t iters, struct xf_ben
 	xf_bench_sample_extra(s, "x_xfiber", ns / (double)switches / fiber);
 	return 0;
 }
-#else
-static int go_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
-{
-	(void)p;
-	(void)iters;
-	snprintf(s->note, sizeof(s->note), "xfiber was built without Go");
-	return ENOTSUP;
-}
-#endif
 
 static int plan_go(const struct xf_bench_opts *o, struct xf_bench_plan *plan, char *err,
 		   size_t err_size)
 {
 	struct xf_bench_params p = {.ncpus = 1, .cpu = {o->cpu[0], o->cpu[0]}};
-	const char *skip = NULL;
+	const char *skip = xf_bench_go_missing();
 
 	(void)err;
 	(void)err_size;
@@ -95,13 +56,6 @@ static int plan_go(const struct xf_bench_opts *o, struct xf_bench_plan *plan, ch
 	/* Go code cannot be told to dirty AVX-512 and the like: only the none rows. */
 	if (!(xf_bench_states_wanted(o) & (1u << XF_STATE_NONE)))
 		return 0;
-#ifdef XF_BENCH_GO
-	if (access(XF_BENCH_GO, X_OK))
-		skip = "the Go peer " XF_BENCH_GO " is missing: rebuild xfiber";
-#else
-	skip = "Go was not found when xfiber was built: apt-get install golang-go "
-	       "(or put go on PATH), then rebuild";
-#endif
 	for (int t = GO_GOSCHED; t <= GO_CHAN; t++) {
 		struct xf_bench_row *row;
 		p.test = t;

@@ -32,6 +32,7 @@
 #include "bench_ctx.h"
 #include "bench_fiber.h"
 #include "bench_state.h"
+#include "bench_task.h"
 #include "preempt/preempt.h"
 #include "tsc.h"
 
@@ -58,11 +59,7 @@ enum {
 
 /* --- running a row inside the runtime --- */
 
-struct fb_runtime {
-	cpu_set_t saved;
-};
-
-static int fb_start(const struct xf_bench_params *p, xf_config cfg, struct fb_runtime *rt,
+int xf_fb_start(const struct xf_bench_params *p, xf_config cfg, struct xf_fb_runtime *rt,
 		    struct xf_bench_sample *s)
 {
 	cpu_set_t set;
@@ -92,7 +89,7 @@ static int fb_start(const struct xf_bench_params *p, xf_config cfg, struct fb_ru
 	return 0;
 }
 
-static void fb_stop(struct fb_runtime *rt, struct xf_bench_sample *s)
+void xf_fb_stop(struct xf_fb_runtime *rt, struct xf_bench_sample *s)
 {
 	xf_stats st;
 
@@ -185,7 +182,7 @@ static int runtime_pingpong(const struct xf_bench_params *p, int kind, uint64_t 
 			    struct xf_bench_sample *s, double *ns)
 {
 	struct xf__regs *r = xf_bench_regs_new(0xf1be + p->state);
-	struct fb_runtime rt;
+	struct xf_fb_runtime rt;
 	struct xf_fb_pair pp;
 	int err;
 
@@ -193,7 +190,7 @@ static int runtime_pingpong(const struct xf_bench_params *p, int kind, uint64_t 
 	if (!r)
 		return ENOMEM;
 	/* Cooperative for the preemptive rows: only their own signals preempt. */
-	err = fb_start(p, (xf_config){.cooperative = kind == FB_PREEMPT}, &rt, s);
+	err = xf_fb_start(p, (xf_config){.cooperative = kind == FB_PREEMPT}, &rt, s);
 	if (!err) {
 		if (warm) {
 			pair_init(&pp, p, r, warm);
@@ -203,7 +200,7 @@ static int runtime_pingpong(const struct xf_bench_params *p, int kind, uint64_t 
 			pair_init(&pp, p, r, n);
 			*ns = pingpong_ns(kind, &pp);
 		}
-		fb_stop(&rt, s);
+		xf_fb_stop(&rt, s);
 		if (*ns <= 0) {
 			snprintf(s->note, sizeof(s->note), "the fiber ping-pong could not start");
 			err = ENOMEM;
@@ -241,13 +238,13 @@ static int yield_rounds(const struct xf_bench_params *p, uint64_t iters, struct 
 	const bool two_sites = p->test == FB_YIELD_2SITES;
 	struct xf__regs *r = xf_bench_regs_new(0xf1be + p->state);
 	double ratios[YIELD_ROUNDS];
-	struct fb_runtime rt;
+	struct xf_fb_runtime rt;
 	struct xf_fb_pair pp;
 	int err;
 
 	if (!r)
 		return ENOMEM;
-	err = fb_start(p, (xf_config){0}, &rt, s);
+	err = xf_fb_start(p, (xf_config){0}, &rt, s);
 	if (err) {
 		free(r);
 		return err;
@@ -264,7 +261,7 @@ static int yield_rounds(const struct xf_bench_params *p, uint64_t iters, struct 
 		*ns += y;
 		ratios[i] = y / m;
 	}
-	fb_stop(&rt, s);
+	xf_fb_stop(&rt, s);
 	free(r);
 	*n = pp.n * YIELD_ROUNDS;
 	if (!err)
@@ -411,7 +408,7 @@ static int messaging_run(const struct xf_bench_params *p, uint64_t iters, struct
 	const unsigned n = p->groups * p->fds;
 	struct msg_group *g = calloc(p->groups, sizeof(*g));
 	xf_fiber **f = calloc(2 * (size_t)n, sizeof(*f));
-	struct fb_runtime rt;
+	struct xf_fb_runtime rt;
 	double t0, t1;
 	int err;
 
@@ -421,7 +418,7 @@ static int messaging_run(const struct xf_bench_params *p, uint64_t iters, struct
 		free(f);
 		return p->size > 1024 ? EINVAL : ENOMEM;
 	}
-	err = fb_start(p, (xf_config){0}, &rt, s);
+	err = xf_fb_start(p, (xf_config){0}, &rt, s);
 	if (err)
 		goto out;
 	for (unsigned i = 0; i < p->groups; i++) {
@@ -442,7 +439,7 @@ static int messaging_run(const struct xf_bench_params *p, uint64_t iters, struct
 	for (unsigned i = 0; i < p->groups; i++)
 		if (g[i].chan)
 			xf_chan_destroy(g[i].chan);
-	fb_stop(&rt, s);
+	xf_fb_stop(&rt, s);
 	if (!err) {
 		s->value = (t1 - t0) / 1e9;
 		s->elapsed_ns = t1 - t0;
@@ -506,25 +503,11 @@ static void *park(void *arg)
 	return arg;
 }
 
-static long rss_kb(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long kb = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			kb = atol(line + 6);
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 static int spawn_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
-	struct fb_runtime rt;
+	struct xf_fb_runtime rt;
 	double t0, t1;
-	int err = fb_start(p, (xf_config){0}, &rt, s);
+	int err = xf_fb_start(p, (xf_config){0}, &rt, s);
 
 	if (err)
 		return err;
@@ -536,7 +519,7 @@ static int spawn_run(const struct xf_bench_params *p, uint64_t iters, struct xf_
 			err = xf_join(f, NULL);
 	}
 	t1 = xf_bench_now_ns();
-	fb_stop(&rt, s);
+	xf_fb_stop(&rt, s);
 	if (err)
 		return err;
 	s->value = (t1 - t0) / (double)iters;
@@ -549,15 +532,15 @@ static int spawn_run(const struct xf_bench_params *p, uint64_t iters, struct xf_
 static int parked_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
 	xf_fiber **f = calloc(PARKED, sizeof(*f));
-	struct fb_runtime rt;
-	long rss0 = rss_kb(), rss1;
+	struct xf_fb_runtime rt;
+	long rss0 = xf_bench_rss_kb(), rss1;
 	double t0, t1;
 	int err;
 
 	(void)iters;
 	if (!f)
 		return ENOMEM;
-	err = fb_start(p, (xf_config){0}, &rt, s);
+	err = xf_fb_start(p, (xf_config){0}, &rt, s);
 	if (err) {
 		free(f);
 		return err;
@@ -568,13 +551,13 @@ static int parked_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 		err = xf_spawn(&f[i], park, NULL, NULL);
 	xf_sleep_ns(1000 * 1000); /* let them all reach the semaphore */
 	t1 = xf_bench_now_ns();
-	rss1 = rss_kb();
+	rss1 = xf_bench_rss_kb();
 	for (unsigned i = 0; i < PARKED; i++)
 		xf_sem_post(&parked_sem);
 	for (unsigned i = 0; i < PARKED; i++)
 		if (f[i])
 			xf_join(f[i], NULL);
-	fb_stop(&rt, s);
+	xf_fb_stop(&rt, s);
 	free(f);
 	if (err)
 		return err;
@@ -628,14 +611,14 @@ static int lock_run(const struct xf_bench_params *p, uint64_t iters, struct xf_b
 	lock_fn libc_unlock = (lock_fn)dlsym(RTLD_NEXT, "pthread_mutex_unlock");
 	double fiber[LOCK_ROUNDS], libc[LOCK_ROUNDS], thread[LOCK_ROUNDS];
 	struct lock_thread t = {.n = iters / LOCK_ROUNDS + 1};
-	struct fb_runtime rt;
+	struct xf_fb_runtime rt;
 	int err;
 
 	if (!libc_lock || !libc_unlock) {
 		snprintf(s->note, sizeof(s->note), "the C library's pthread_mutex_lock not found");
 		return ENOENT;
 	}
-	err = fb_start(p, (xf_config){0}, &rt, s);
+	err = xf_fb_start(p, (xf_config){0}, &rt, s);
 	if (err)
 		return err;
 	for (int i = 0; i < LOCK_ROUNDS; i++) {
@@ -650,7 +633,7 @@ static int lock_run(const struct xf_bench_params *p, uint64_t iters, struct xf_b
 			thread[i] = 0;
 		}
 	}
-	fb_stop(&rt, s);
+	xf_fb_stop(&rt, s);
 	s->value = xf_median(fiber, LOCK_ROUNDS);
 	s->elapsed_ns = s->value * (double)(t.n * LOCK_ROUNDS);
 	snprintf(s->note, sizeof(s->note),
@@ -707,14 +690,14 @@ static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	struct xf__regs *r = xf_bench_regs_new(0x519 + p->state);
 	double ns[SIGNAL_ROUNDS], bare[SIGNAL_ROUNDS], ratio[SIGNAL_ROUNDS];
 	double info[SIGNAL_ROUNDS], info_ratio[SIGNAL_ROUNDS], m, b, x, lo, hi, ib, ix;
-	struct fb_runtime rt;
+	struct xf_fb_runtime rt;
 	struct xf_fb_pair pp;
 	int err;
 
 	if (!r)
 		return ENOMEM;
 	/* Cooperative: only our own signals preempt. */
-	err = fb_start(p, (xf_config){.cooperative = true}, &rt, s);
+	err = xf_fb_start(p, (xf_config){.cooperative = true}, &rt, s);
 	if (err) {
 		free(r);
 		return err;
@@ -737,7 +720,7 @@ static int signal_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 		ratio[i] = ns[i] / bare[i];
 		info_ratio[i] = ns[i] / info[i];
 	}
-	fb_stop(&rt, s);
+	xf_fb_stop(&rt, s);
 	free(r);
 	m = xf_median(ns, SIGNAL_ROUNDS);
 	b = xf_median(bare, SIGNAL_ROUNDS);
@@ -782,11 +765,11 @@ static double crunch_ns(const struct xf_bench_params *p, xf_config cfg, unsigned
 			struct xf_bench_sample *s, uint64_t *preemptions)
 {
 	xf_fiber *f[8];
-	struct fb_runtime rt;
+	struct xf_fb_runtime rt;
 	double t0, t1;
 	xf_stats st;
 
-	if (fb_start(p, cfg, &rt, s))
+	if (xf_fb_start(p, cfg, &rt, s))
 		return -1;
 	t0 = xf_bench_now_ns();
 	for (unsigned i = 0; i < fibers; i++) {
@@ -801,7 +784,7 @@ static double crunch_ns(const struct xf_bench_params *p, xf_config cfg, unsigned
 	t1 = xf_bench_now_ns();
 	if (preemptions)
 		*preemptions = xf_stats_get(&st) ? 0 : st.total.preemptions;
-	fb_stop(&rt, s);
+	xf_fb_stop(&rt, s);
 	return t1 - t0;
 }
 

@@ -11,6 +11,7 @@
 #ifndef XF_TOOLS_BENCH_FIBER_H
 #define XF_TOOLS_BENCH_FIBER_H
 
+#include <sched.h> /* cpu_set_t: _GNU_SOURCE before any header */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -43,6 +44,20 @@ uint64_t xf_fb_chan_loop(struct xf_fb_pair *pp);
 uint64_t xf_fb_signal_loop(struct xf_fb_pair *pp);
 
 struct xf_bench_params;
+struct xf_bench_sample;
+
+/* A row's runtime: xf_fb_start starts it with cfg, one worker (two for
+ * two-CPU rows) pinned as p says - the calling thread is worker 0's first
+ * fiber - and its ticker on the row's other CPU; xf_fb_stop adds the
+ * runtime's counters to s's extras, shuts it down and restores the
+ * thread's CPUs.  0 or an errno value, with one line in s->note. */
+struct xf_fb_runtime {
+	cpu_set_t saved;
+};
+
+int xf_fb_start(const struct xf_bench_params *p, xf_config cfg, struct xf_fb_runtime *rt,
+		struct xf_bench_sample *s);
+void xf_fb_stop(struct xf_fb_runtime *rt, struct xf_bench_sample *s);
 
 /* For peers that set themselves against xfiber in the same run (the Go
  * rows): ns per switch of n round trips of a yield (chan false) or an

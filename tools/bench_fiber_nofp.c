@@ -5,6 +5,7 @@
  * switch nothing here may touch a vector register, so each switch carries
  * exactly the state the row names.
  */
+#define _GNU_SOURCE
 #include <signal.h>
 
 #include "bench_fiber.h"

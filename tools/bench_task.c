@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -212,4 +213,18 @@ void xf_bench_shared_free(void *p, size_t size)
 {
 	if (p)
 		munmap(p, size);
+}
+
+long xf_bench_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			kb = atol(line + 6);
+	if (f)
+		fclose(f);
+	return kb;
 }

@@ -38,6 +38,9 @@ int xf_bench_spawn_wait(pid_t pid);
 /* Kills every child process still tracked (from the watchdog; async-signal-safe). */
 void xf_bench_kill_children(void);
 
+/* The calling process's resident set in KiB (VmRSS); -1 if unknown. */
+long xf_bench_rss_kb(void);
+
 /* Zeroed memory shared with forked children (MAP_SHARED). NULL on failure. */
 void *xf_bench_shared_alloc(size_t size);
 void xf_bench_shared_free(void *p, size_t size);

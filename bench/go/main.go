@@ -1,19 +1,27 @@
-// Command xfiber-bench-go is the Go peer of `xfiber bench ctx`: goroutine
-// switches on one OS thread (GOMAXPROCS=1), timed the way the C rows are.
+// Command xfiber-bench-go is the Go peer of `xfiber bench ctx` and `io`:
+// goroutine switches and socket round trips on one OS thread
+// (GOMAXPROCS=1), timed the way the C rows are.
 //
-//	xfiber-bench-go -mode gosched|chan -n N
+//	xfiber-bench-go -mode gosched|chan|unix -n N
 //
 // gosched: two goroutines calling runtime.Gosched() N times each, so every
 // call hands the processor to the other.  chan: N round trips over a pair of
-// unbuffered channels.  It prints one line, "SWITCHES NANOSECONDS".
+// unbuffered channels.  Both print one line, "SWITCHES NANOSECONDS".
+//
+// unix: N round trips of one byte each way between two goroutines over a
+// Unix stream socket pair, each end a net.Conn served by Go's netpoller.
+// It prints "ROUNDTRIPS NANOSECONDS".
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -55,9 +63,61 @@ func channel(n int) (int, time.Duration) {
 	return 2 * n, elapsed
 }
 
+// conn makes a net.Conn of one end of a socket pair: non-blocking, in the
+// netpoller, as a Go server's connections are.
+func conn(fd int) net.Conn {
+	f := os.NewFile(uintptr(fd), "socketpair")
+	c, err := net.FileConn(f) // a duplicate of fd
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "xfiber-bench-go:", err)
+		os.Exit(1)
+	}
+	f.Close()
+	return c
+}
+
+func unixSocket(n int) (int, time.Duration) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "xfiber-bench-go: socketpair:", err)
+		os.Exit(1)
+	}
+	a, b := conn(fds[0]), conn(fds[1])
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1)
+		for {
+			if _, err := io.ReadFull(b, buf); err != nil {
+				return
+			}
+			if _, err := b.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	buf := []byte{'x'}
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		if _, err := a.Write(buf); err != nil {
+			fmt.Fprintln(os.Stderr, "xfiber-bench-go: write:", err)
+			os.Exit(1)
+		}
+		if _, err := io.ReadFull(a, buf); err != nil {
+			fmt.Fprintln(os.Stderr, "xfiber-bench-go: read:", err)
+			os.Exit(1)
+		}
+	}
+	elapsed := time.Since(t0)
+	a.Close()
+	<-done
+	b.Close()
+	return n, elapsed
+}
+
 func main() {
-	mode := flag.String("mode", "", "gosched or chan")
-	n := flag.Int("n", 0, "round trips (chan) or yields per goroutine (gosched)")
+	mode := flag.String("mode", "", "gosched, chan or unix")
+	n := flag.Int("n", 0, "round trips (chan, unix) or yields per goroutine (gosched)")
 	flag.Parse()
 	// The environment says so too; this makes it true whatever it says.
 	runtime.GOMAXPROCS(1)
@@ -67,12 +127,14 @@ func main() {
 		run = gosched
 	case "chan":
 		run = channel
+	case "unix":
+		run = unixSocket
 	default:
-		fmt.Fprintf(os.Stderr, "xfiber-bench-go: -mode must be gosched or chan, not %q\n", *mode)
+		fmt.Fprintf(os.Stderr, "xfiber-bench-go: -mode must be gosched, chan or unix, not %q\n", *mode)
 		os.Exit(2)
 	}
 	if *n <= 0 || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "xfiber-bench-go: usage: xfiber-bench-go -mode gosched|chan -n N (N > 0)")
+		fmt.Fprintln(os.Stderr, "xfiber-bench-go: usage: xfiber-bench-go -mode gosched|chan|unix -n N (N > 0)")
 		os.Exit(2)
 	}
 	// Each run is a fresh process: warm the scheduler up before timing.

@@ -132,6 +132,22 @@ static void check_fiber(const struct xf_jv *row)
 		CHECK(extra(row, "preemptions") > 0);
 }
 
+static void check_io(const struct xf_jv *row)
+{
+	const char *name = xf_jv_str(row, "name", "?");
+
+	/* Every fiber row carries its yardstick from the same run. */
+	if (strstr(name, "/fiber/"))
+		CHECK(extra(row, "x_threads") > 0 && extra(row, "threads_ns") > 0);
+	if (strstr(name, "read-ready/"))
+		CHECK(extra(row, "x_read") > 0 && extra(row, "read_ns") > 0);
+	if (strstr(name, "/go/"))
+		CHECK(extra(row, "x_xfiber") > 0 && extra(row, "xfiber_ns") > 0);
+	/* The fibers waited on their descriptors. */
+	if (strstr(name, "/fiber/") || strstr(name, "/go/"))
+		CHECK(extra(row, "switches") > 0);
+}
+
 static void check_row(const char *workload, const struct xf_jv *row)
 {
 	const struct xf_jv *samples = xf_jv_get(row, "samples");
@@ -160,11 +176,13 @@ static void check_row(const char *workload, const struct xf_jv *row)
 		check_xsave(row);
 	else if (!strcmp(workload, "fiber"))
 		check_fiber(row);
+	else if (!strcmp(workload, "io"))
+		check_io(row);
 }
 
 int main(int argc, char **argv)
 {
-	static const char *const all[] = {"sig", "ctx", "pipe", "messaging", "xsave"};
+	static const char *const all[] = {"sig", "ctx", "pipe", "messaging", "xsave", "fiber", "io"};
 	static struct run_result r;
 	char json[256], opt[300], err[256];
 	const struct xf_jv *workloads;
@@ -198,12 +216,12 @@ int main(int argc, char **argv)
 			measured += xf_jv_get(&rows->items[i], "samples")->n;
 		}
 		CHECK(measured > 0);
-		for (unsigned k = 0; k < 5; k++)
+		for (unsigned k = 0; k < sizeof(all) / sizeof(all[0]); k++)
 			seen |= !strcmp(name, all[k]) << k;
 		CHECK(strstr(r.out, name));
 	}
 	if (!strcmp(argv[2], "all"))
-		CHECK(seen == 0x1f);
+		CHECK(seen == (1u << (sizeof(all) / sizeof(all[0]))) - 1);
 	xf_jv_free(doc);
 	return 0;
 }

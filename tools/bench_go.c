@@ -1,0 +1,74 @@
+/*
+ * bench_go.c - running the Go peer (bench_go.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_go.h"
+#include "bench_task.h"
+
+#ifdef XF_BENCH_GO
+const char *xf_bench_go_missing(void)
+{
+	return access(XF_BENCH_GO, X_OK) ? "the Go peer " XF_BENCH_GO " is missing: rebuild xfiber"
+					 : NULL;
+}
+
+int xf_bench_go_run(const char *mode, uint64_t n, unsigned long long *count, double *ns,
+		    char *note, size_t note_size)
+{
+	char iters[32], out[256];
+	char *argv[] = {XF_BENCH_GO, "-mode", (char *)mode, "-n", iters, NULL};
+	char *env[] = {"GOMAXPROCS=1", NULL};
+	size_t used = 0;
+	pid_t pid;
+	int fd, err, status;
+	ssize_t got;
+
+	snprintf(iters, sizeof(iters), "%llu", (unsigned long long)n);
+	/* The child inherits this thread's pinning. */
+	err = xf_bench_spawn(argv, env, &pid, &fd);
+	if (err) {
+		snprintf(note, note_size, "cannot run %s: %s", XF_BENCH_GO, strerror(err));
+		return err;
+	}
+	while (used + 1 < sizeof(out) &&
+	       (got = read(fd, out + used, sizeof(out) - 1 - used)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			break;
+		used += (size_t)got;
+	}
+	out[used] = 0;
+	close(fd);
+	status = xf_bench_spawn_wait(pid);
+	*count = 0;
+	*ns = 0;
+	if (status || sscanf(out, "%llu %lf", count, ns) != 2 || *ns <= 0 || !*count) {
+		snprintf(note, note_size, "%s -mode %s failed (exit status %d)", XF_BENCH_GO, mode,
+			 status);
+		return EIO;
+	}
+	return 0;
+}
+#else
+const char *xf_bench_go_missing(void)
+{
+	return "Go was not found when xfiber was built: apt-get install golang-go "
+	       "(or put go on PATH), then rebuild";
+}
+
+int xf_bench_go_run(const char *mode, uint64_t n, unsigned long long *count, double *ns,
+		    char *note, size_t note_size)
+{
+	(void)mode;
+	(void)n;
+	*count = 0;
+	*ns = 0;
+	snprintf(note, note_size, "xfiber was built without Go");
+	return ENOTSUP;
+}
+#endif
