@@ -8,6 +8,8 @@
  *   socketpair/fiber/1cpu    the same between two fibers on one worker with
  *                            xf_read/xf_write, in rounds interleaved with the
  *                            threads' (x_threads: how many times faster)
+ *   socketpairs-64/...       64 such connections at once, on two CPUs: ns
+ *                            per round trip of them all (a server's load)
  *   unix/go/1cpu             two goroutines doing it over net.Conns
  *                            (GOMAXPROCS=1), then xfiber's fibers with as
  *                            many round trips right after (x_xfiber)
@@ -21,6 +23,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,144 +48,213 @@
 /* .test of a row. */
 enum { IO_THREADS, IO_FIBERS, IO_GO, IO_READ_SOCKET, IO_READ_PIPE, IO_IDLE };
 
-/* --- two kernel threads --- */
+/* --- ping-pongs: pairs of kernel threads or of fibers --- */
 
-struct thread_pair {
+/* One connection: a pinger on fds[0] and an echo on fds[1]. */
+struct pair {
 	int fds[2];
-	uint64_t n;
-	double ns; /* side 0's loop */
+	uint64_t n;  /* timed round trips, after WARM untimed ones */
+	bool fibers; /* xf_read/xf_write, else read/write */
+	double t0, t1;
 	int err;
+	atomic_uint *warm; /* pingers not yet warm: the timing starts at 0 */
 };
 
-static int thread_side0(void *arg)
+static bool trip(const struct pair *pp, int fd, bool ping)
 {
-	struct thread_pair *tp = arg;
 	char c = 'x';
-	double t0 = xf_bench_now_ns();
 
-	for (uint64_t i = 0; i < tp->n; i++) {
-		if (write(tp->fds[0], &c, 1) != 1 || read(tp->fds[0], &c, 1) != 1) {
-			tp->err = errno ? errno : EIO;
-			shutdown(tp->fds[0], SHUT_RDWR); /* the other side sees EOF */
+	if (pp->fibers)
+		return ping ? xf_write(fd, &c, 1) == 1 && xf_read(fd, &c, 1) == 1
+			    : xf_read(fd, &c, 1) == 1 && xf_write(fd, &c, 1) == 1;
+	return ping ? write(fd, &c, 1) == 1 && read(fd, &c, 1) == 1
+		    : read(fd, &c, 1) == 1 && write(fd, &c, 1) == 1;
+}
+
+/* A pinger that is warm, or will never be (it failed): counted once. */
+static void pinger_warm(struct pair *pp)
+{
+	if (!pp->t0)
+		atomic_fetch_sub(pp->warm, 1);
+}
+
+static int pinger(void *arg)
+{
+	struct pair *pp = arg;
+
+	for (uint64_t i = 0; i < pp->n + WARM; i++) {
+		if (i == WARM) {
+			/* Every connection warm before any is timed. */
+			pinger_warm(pp);
+			while (atomic_load(pp->warm))
+				pp->fibers ? xf_yield() : sched_yield();
+			pp->t0 = xf_bench_now_ns();
+		}
+		if (!trip(pp, pp->fds[0], true)) {
+			pp->err = errno ? errno : EIO;
+			pinger_warm(pp);
+			shutdown(pp->fds[0], SHUT_RDWR); /* the echo sees EOF */
 			return 1;
 		}
 	}
-	tp->ns = xf_bench_now_ns() - t0;
+	pp->t1 = xf_bench_now_ns();
 	return 0;
 }
 
-static int thread_side1(void *arg)
+static int echoer(void *arg)
 {
-	struct thread_pair *tp = arg;
-	char c;
+	struct pair *pp = arg;
 
-	for (uint64_t i = 0; i < tp->n; i++)
-		if (read(tp->fds[1], &c, 1) != 1 || write(tp->fds[1], &c, 1) != 1)
+	for (uint64_t i = 0; i < pp->n + WARM; i++)
+		if (!trip(pp, pp->fds[1], false))
 			return 1;
 	return 0;
 }
 
-/* ns per round trip of n between two threads pinned to cpu; <= 0 on failure. */
-static double threads_trip_ns(int cpu, uint64_t n, char *note, size_t note_size)
+static void *pinger_fiber(void *arg)
 {
-	struct thread_pair tp = {.n = n};
-	struct xf_bench_task a, b;
-	int err;
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, tp.fds)) {
-		snprintf(note, note_size, "socketpair: %s", strerror(errno));
-		return -1;
-	}
-	err = xf_bench_task_start(&b, false, cpu, thread_side1, &tp);
-	if (!err) {
-		err = xf_bench_task_start(&a, false, cpu, thread_side0, &tp);
-		if (err)
-			shutdown(tp.fds[1], SHUT_RDWR);
-		else if (xf_bench_task_wait(&a))
-			err = tp.err ? tp.err : EIO;
-		xf_bench_task_wait(&b);
-	}
-	close(tp.fds[0]);
-	close(tp.fds[1]);
-	if (err) {
-		snprintf(note, note_size, "the threads' ping-pong failed: %s", strerror(err));
-		return -1;
-	}
-	return tp.ns / (double)n;
+	return (void *)(intptr_t)pinger(arg);
 }
-
-/* --- two fibers --- */
-
-struct fiber_pair {
-	int fds[2];
-	uint64_t n;
-};
 
 static void *echo_fiber(void *arg)
 {
-	struct fiber_pair *fp = arg;
-	char c;
-
-	for (uint64_t i = 0; i < fp->n; i++)
-		if (xf_read(fp->fds[1], &c, 1) != 1 || xf_write(fp->fds[1], &c, 1) != 1)
-			return (void *)(intptr_t)(errno ? errno : EIO);
-	return NULL;
+	return (void *)(intptr_t)echoer(arg);
 }
 
-/* n round trips after WARM untimed ones, the calling thread as one fiber
- * and an echo fiber on the same worker; ns per round trip, <= 0 on failure. */
-static double fibers_trip_ns(const struct xf_bench_params *p, uint64_t n,
-			     struct xf_bench_sample *s)
+/* Runs every pair's two sides as kernel threads: on the row's CPU, or
+ * spread by the kernel over its two. */
+static int run_threads(const struct xf_bench_params *p, struct pair *pairs, unsigned npairs)
 {
-	struct fiber_pair fp = {.n = n + WARM};
-	struct xf_fb_runtime rt;
-	xf_fiber *echo = NULL;
-	void *res = NULL;
-	double t0 = 0, ns = 0;
-	char c = 'x';
-	int err = xf_fb_start(p, (xf_config){0}, &rt, s);
+	struct xf_bench_task *t = calloc(2 * (size_t)npairs, sizeof(*t));
+	const int cpu = p->ncpus == 1 ? p->cpu[0] : -1;
+	cpu_set_t saved;
+	unsigned started = 0;
+	int err = t ? 0 : ENOMEM;
 
-	if (err)
-		return -1;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fp.fds)) {
-		snprintf(s->note, sizeof(s->note), "socketpair: %s", strerror(errno));
-		xf_fb_stop(&rt, s);
-		return -1;
+	pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
+	if (p->ncpus > 1)
+		xf_bench_pin(p->cpu, p->ncpus); /* the threads inherit the two CPUs */
+	for (unsigned i = 0; !err && i < npairs; i++) {
+		err = xf_bench_task_start(&t[started], false, cpu, echoer, &pairs[i]);
+		if (!err && ++started &&
+		    (err = xf_bench_task_start(&t[started], false, cpu, pinger, &pairs[i])))
+			shutdown(pairs[i].fds[0], SHUT_RDWR);
+		else if (!err)
+			started++;
 	}
-	err = xf_spawn(&echo, echo_fiber, &fp, NULL);
-	for (uint64_t i = 0; !err && i < n + WARM; i++) {
-		if (i == WARM)
-			t0 = xf_bench_now_ns();
-		if (xf_write(fp.fds[0], &c, 1) != 1 || xf_read(fp.fds[0], &c, 1) != 1)
-			err = errno ? errno : EIO;
+	for (unsigned i = started / 2; i < npairs; i++)
+		pinger_warm(&pairs[i]); /* never started: nobody waits for them */
+	for (unsigned i = 0; i < started; i++)
+		if (xf_bench_task_wait(&t[i]) && !err)
+			err = EIO;
+	pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+	free(t);
+	return err;
+}
+
+/* The same as fibers on the row's workers (xfiber places them). */
+static int run_fibers(const struct xf_bench_params *p, struct pair *pairs, unsigned npairs,
+		      struct xf_bench_sample *s)
+{
+	xf_fiber **f = calloc(2 * (size_t)npairs, sizeof(*f));
+	struct xf_fb_runtime rt;
+	unsigned spawned = 0;
+	int err = f ? xf_fb_start(p, (xf_config){0}, &rt, s) : ENOMEM;
+
+	if (err) {
+		free(f);
+		return err;
+	}
+	for (unsigned i = 0; !err && i < npairs; i++) {
+		err = xf_spawn(&f[spawned], echo_fiber, &pairs[i], NULL);
+		if (!err && ++spawned &&
+		    (err = xf_spawn(&f[spawned], pinger_fiber, &pairs[i], NULL)))
+			shutdown(pairs[i].fds[0], SHUT_RDWR);
+		else if (!err)
+			spawned++;
+	}
+	for (unsigned i = spawned / 2; i < npairs; i++)
+		pinger_warm(&pairs[i]); /* never spawned: nobody waits for them */
+	for (unsigned i = 0; i < spawned; i++) {
+		void *res = NULL;
+
+		if (xf_join(f[i], &res) == 0 && res && !err)
+			err = EIO;
+	}
+	for (unsigned i = 0; i < npairs; i++) /* out of the poller before close */
+		if (pairs[i].fds[0] >= 0) {
+			xf_close(pairs[i].fds[0]);
+			xf_close(pairs[i].fds[1]);
+			pairs[i].fds[0] = pairs[i].fds[1] = -1;
+		}
+	xf_fb_stop(&rt, s);
+	free(f);
+	return err;
+}
+
+/* ns per round trip over all npairs connections, n timed round trips on
+ * each: from the first pinger's start to the last one's end.  <= 0 on
+ * failure, with the reason in s->note. */
+static double pairs_trip_ns(const struct xf_bench_params *p, bool fibers, unsigned npairs,
+			    uint64_t n, struct xf_bench_sample *s)
+{
+	struct pair *pairs = calloc(npairs, sizeof(*pairs));
+	atomic_uint warm = npairs;
+	double t0 = 0, t1 = 0;
+	unsigned made = 0;
+	int err = pairs ? 0 : ENOMEM;
+
+	for (; !err && made < npairs; made++) {
+		pairs[made] = (struct pair){.n = n, .fibers = fibers, .warm = &warm};
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[made].fds))
+			err = errno;
 	}
 	if (!err)
-		ns = xf_bench_now_ns() - t0;
-	if (err)
-		shutdown(fp.fds[0], SHUT_RDWR); /* the echo sees EOF */
-	if (echo && xf_join(echo, &res) == 0 && res && !err)
-		err = (int)(intptr_t)res;
-	xf_close(fp.fds[0]);
-	xf_close(fp.fds[1]);
-	xf_fb_stop(&rt, s);
+		err = fibers ? run_fibers(p, pairs, npairs, s) : run_threads(p, pairs, npairs);
+	for (unsigned i = 0; i < made; i++) {
+		if (!err && pairs[i].err)
+			err = pairs[i].err;
+		if (!i || pairs[i].t0 < t0)
+			t0 = pairs[i].t0;
+		if (pairs[i].t1 > t1)
+			t1 = pairs[i].t1;
+		if (pairs[i].fds[0] >= 0) {
+			close(pairs[i].fds[0]);
+			close(pairs[i].fds[1]);
+		}
+	}
+	free(pairs);
 	if (err) {
-		snprintf(s->note, sizeof(s->note), "the fibers' ping-pong failed: %s",
-			 strerror(err));
+		snprintf(s->note, sizeof(s->note), "the %s' ping-pong failed: %s",
+			 fibers ? "fibers" : "threads", strerror(err));
 		return -1;
 	}
-	return ns / (double)n;
+	return (t1 - t0) / ((double)n * npairs);
+}
+
+/* Where a row's tasks run, for its notes. */
+static void where(const struct xf_bench_params *p, char *buf, size_t size)
+{
+	if (p->ncpus == 1)
+		snprintf(buf, size, "on CPU %d", p->cpu[0]);
+	else
+		snprintf(buf, size, "on CPUs %d and %d", p->cpu[0], p->cpu[1]);
 }
 
 static int threads_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
-	double ns = threads_trip_ns(p->cpu[0], iters, s->note, sizeof(s->note));
+	const uint64_t n = iters / p->groups + 1;
+	double ns = pairs_trip_ns(p, false, p->groups, n, s);
+	char at[40];
 
 	if (ns <= 0)
 		return EIO;
 	s->value = ns;
-	s->elapsed_ns = ns * (double)iters;
-	snprintf(s->note, sizeof(s->note), "blocking read()/write() of one byte, both on CPU %d",
-		 p->cpu[0]);
+	s->elapsed_ns = ns * (double)(n * p->groups);
+	where(p, at, sizeof(at));
+	snprintf(s->note, sizeof(s->note),
+		 "%u connection%s, blocking read()/write() of one byte, %u threads %s", p->groups,
+		 p->groups > 1 ? "s" : "", 2 * p->groups, at);
 	return 0;
 }
 
@@ -189,23 +262,25 @@ static int threads_run(const struct xf_bench_params *p, uint64_t iters, struct x
 static int fibers_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
 	double fib[ROUNDS], thr[ROUNDS], ratio[ROUNDS], x;
-	const uint64_t n = iters / ROUNDS + 1;
+	const uint64_t n = iters / ROUNDS / p->groups + 1;
+	char at[40];
 
 	for (int i = 0; i < ROUNDS; i++) {
-		fib[i] = fibers_trip_ns(p, n, s);
-		thr[i] = threads_trip_ns(p->cpu[0], n, s->note, sizeof(s->note));
+		fib[i] = pairs_trip_ns(p, true, p->groups, n, s);
+		thr[i] = pairs_trip_ns(p, false, p->groups, n, s);
 		if (fib[i] <= 0 || thr[i] <= 0)
 			return EIO;
 		ratio[i] = thr[i] / fib[i];
 	}
 	s->value = xf_median(fib, ROUNDS);
-	s->elapsed_ns = (s->value + xf_median(thr, ROUNDS)) * (double)(n * ROUNDS);
+	s->elapsed_ns = (s->value + xf_median(thr, ROUNDS)) * (double)(n * p->groups * ROUNDS);
 	x = xf_median(ratio, ROUNDS);
+	where(p, at, sizeof(at));
 	snprintf(s->note, sizeof(s->note),
-		 "%.2fx (quartiles %.2f-%.2f) two kernel threads on one CPU (%.0f ns), %d "
-		 "interleaved rounds",
+		 "%.2fx (quartiles %.2f-%.2f) %u kernel threads %s (%.0f ns), %d interleaved "
+		 "rounds",
 		 x, xf_quantile(ratio, ROUNDS, 0.25), xf_quantile(ratio, ROUNDS, 0.75),
-		 xf_median(thr, ROUNDS), ROUNDS);
+		 2 * p->groups, at, xf_median(thr, ROUNDS), ROUNDS);
 	xf_bench_sample_extra(s, "threads_ns", xf_median(thr, ROUNDS));
 	xf_bench_sample_extra(s, "x_threads", x);
 	return 0;
@@ -223,7 +298,7 @@ static int go_run(const struct xf_bench_params *p, uint64_t iters, struct xf_ben
 	s->value = go;
 	s->elapsed_ns = ns;
 	/* xfiber's equivalent right after, so the ratio is side by side. */
-	fiber = fibers_trip_ns(p, trips, s);
+	fiber = pairs_trip_ns(p, true, 1, trips, s);
 	if (fiber <= 0)
 		return EIO;
 	snprintf(s->note, sizeof(s->note),
@@ -474,11 +549,25 @@ static int idle_run(const struct xf_bench_params *p, uint64_t iters, struct xf_b
 
 /* --- the plan --- */
 
+#define MANY_PAIRS 64
+
 static struct xf_bench_params io_params(const struct xf_bench_opts *o, int test)
 {
 	/* cpu[1] of a one-CPU row: where the ticker runs, if there is one. */
-	return (struct xf_bench_params){
-	    .test = test, .ncpus = 1, .cpu = {o->cpu[0], o->ncpus >= 2 ? o->cpu[1] : o->cpu[0]}};
+	return (struct xf_bench_params){.test = test,
+					.ncpus = 1,
+					.groups = 1,
+					.cpu = {o->cpu[0], o->ncpus >= 2 ? o->cpu[1] : o->cpu[0]}};
+}
+
+/* The same rows' many-connections form, on two CPUs if there are two. */
+static bool many_params(const struct xf_bench_opts *o, struct xf_bench_params *p)
+{
+	if (o->ncpus < 2)
+		return false;
+	p->ncpus = 2;
+	p->groups = MANY_PAIRS;
+	return true;
 }
 
 static int plan_io_kernel(const struct xf_bench_opts *o, struct xf_bench_plan *plan, char *err,
@@ -489,6 +578,8 @@ static int plan_io_kernel(const struct xf_bench_opts *o, struct xf_bench_plan *p
 	(void)err;
 	(void)err_size;
 	xf_bench_plan_add(plan, &p, threads_run, "socketpair/threads/1cpu");
+	if (many_params(o, &p))
+		xf_bench_plan_add(plan, &p, threads_run, "socketpairs-%d/threads/2cpu", MANY_PAIRS);
 	return 0;
 }
 
@@ -516,6 +607,10 @@ static int plan_io_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *pl
 	(void)err;
 	(void)err_size;
 	xf_bench_plan_add(plan, &p, fibers_run, "socketpair/fiber/1cpu");
+	if (many_params(o, &p)) {
+		xf_bench_plan_add(plan, &p, fibers_run, "socketpairs-%d/fiber/2cpu", MANY_PAIRS);
+		p = io_params(o, IO_FIBERS);
+	}
 	p.test = IO_READ_SOCKET;
 	xf_bench_plan_add(plan, &p, read_run, "read-ready/socket/1cpu");
 	p.test = IO_READ_PIPE;
