@@ -85,6 +85,7 @@ int main(int argc, char **argv)
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	posix_spawn_file_actions_addclose(&fa, out[0]);
 	CHECK_ERR(posix_spawn(&pid, argv[1], &fa, NULL, args, environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
 	close(out[1]);
 	f = fdopen(out[0], "r");
 	CHECK(f && fgets(line, sizeof(line), f));
