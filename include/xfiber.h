@@ -444,8 +444,9 @@ XF_API int xf_fd_set_timeout(int fd, uint64_t read_ns, uint64_t write_ns);
 XF_API int xf_fd_wait(int fd, short events, uint64_t timeout_ns);
 /* fn(arg) runs on a helper thread of the blocking pool while the fiber
  * waits; *result (if result is not NULL) gets its return value.  EINVAL
- * for a NULL fn, EAGAIN when the pool's queue is full, ECANCELED after
- * xf_shutdown began.  Outside a fiber fn runs inline. */
+ * for a NULL fn, EAGAIN when the pool's queue is full.  A job runs to its
+ * end: xf_shutdown waits for it, as for its fiber.  Outside a fiber (and
+ * with preemption disabled) fn runs inline. */
 XF_API int xf_blocking(void *(*fn)(void *), void *arg, void **result);
 
 /* Regular files, through the page cache without blocking where it can,

@@ -99,6 +99,11 @@ void xf_fb_stop(struct xf_fb_runtime *rt, struct xf_bench_sample *s)
 		xf_bench_sample_extra_add(s, "preemptions", (double)st.total.preemptions);
 		xf_bench_sample_extra_add(s, "xsaves",
 					  (double)(st.total.xsaves + st.total.xrstors));
+		if (st.total.poller_calls) {
+			xf_bench_sample_extra_add(s, "io_waits", (double)st.total.io_waits);
+			xf_bench_sample_extra_add(s, "poller_calls", (double)st.total.poller_calls);
+			xf_bench_sample_extra_add(s, "io_events", (double)st.total.io_events);
+		}
 	}
 	xf_shutdown();
 	pthread_setaffinity_np(pthread_self(), sizeof(rt->saved), &rt->saved);
