@@ -112,9 +112,18 @@ static int epoll_as_fiber(int epfd, struct epoll_event *ev, int max, int timeout
 
 XF_INTERPOSE(int, poll, (struct pollfd * fds, nfds_t n, int timeout_ms));
 
+/* A look that does not wait.  The kernel still fails even that with EINTR
+ * when a signal - a tick - arrives during the call (do_poll checks
+ * signal_pending before it honours the zero timeout): look again, as a
+ * look has nothing to resume. */
 int xf__poll_now(struct pollfd *fds, nfds_t n)
 {
-	return XF_REAL(poll)(fds, n, 0);
+	int r;
+
+	do
+		r = XF_REAL(poll)(fds, n, 0);
+	while (r < 0 && xf__errno_get() == EINTR);
+	return r;
 }
 
 XF_INTERPOSE(int, poll, (struct pollfd * fds, nfds_t n, int timeout_ms))
