@@ -162,7 +162,14 @@ static void link_waiter(struct xf__fd *e, struct xf__io_waiter *w, struct xf_fib
 	e->waiters = w;
 }
 
-int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns)
+/* Whether an event for one of `events` came since gen was read.  Lock held. */
+static bool gen_moved(const struct xf__fd *e, uint32_t events, uint64_t gen)
+{
+	return ((events & EPOLLIN) && e->gen_in != (uint32_t)gen) ||
+	       ((events & EPOLLOUT) && e->gen_out != (uint32_t)(gen >> 32));
+}
+
+int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns, uint64_t gen)
 {
 	struct xf_fiber *self = xf__self();
 	struct xf__io_waiter me = {0};
@@ -183,14 +190,13 @@ int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns)
 		xf__spin_unlock(&e->lock);
 		return err == EPERM ? 0 : err; /* not pollable: the call will not wait */
 	}
-	if (e->ready & events) {
-		/* Reported while we tried: take it and try again. */
-		e->ready &= ~events;
-		e->drained &= ~events;
+	if (gen_moved(e, events, gen)) {
+		/* An event since the try began: it may have come too early. */
 		xf__spin_unlock(&e->lock);
 		return 0;
 	}
-	/* The try before found EAGAIN: until an event, the next one would too. */
+	/* The try found EAGAIN and no event came since: until one comes, the
+	 * next try would find it too. */
 	e->drained |= events;
 	link_waiter(e, &me, self, events);
 	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
@@ -248,12 +254,9 @@ int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t
 			xf__spin_unlock(&e->lock);
 			continue; /* poll() itself reports it */
 		}
-		ready = e->ready & ev;
-		if (ready) {
-			e->ready &= ~ev; /* stale, or fresh: poll() will tell */
-		} else {
+		ready = gen_moved(e, ev, w[i].gen); /* since the poll(): poll again */
+		if (!ready)
 			link_waiter(e, &w[i], self, ev);
-		}
 		xf__spin_unlock(&e->lock);
 		if (ready) {
 			found = true;
@@ -284,6 +287,18 @@ int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t
 				return ECANCELED;
 	}
 	return 0; /* woken, closed under it (poll() says POLLNVAL), or ready */
+}
+
+int xf__fds_gen(const struct pollfd *fds, nfds_t n, struct xf__io_waiter *w)
+{
+	for (nfds_t i = 0; i < n; i++) {
+		struct xf__fd *e = fds[i].fd >= 0 ? xf__fd_get(fds[i].fd) : NULL;
+
+		if (!e && fds[i].fd >= 0 && fds[i].fd < (int)(XF_FD_CHUNK * XF_FD_CHUNKS))
+			return ENOMEM;
+		w[i].gen = e ? xf__fd_gen(e) : 0;
+	}
+	return 0;
 }
 
 /* Claims and unlinks every waiter for one of `events`, chaining them on
@@ -325,11 +340,14 @@ void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events)
 		xf__spin_unlock(&e->lock); /* for a descriptor closed since */
 		return;
 	}
-	woken = claim_waiters(e, bits, XF_WAIT_WOKEN, bits, &taken);
-	/* What no waiter took waits for the next fiber that finds EAGAIN: an
-	 * edge-triggered event comes once. */
-	e->ready |= bits & ~taken;
+	/* Counted whether or not a waiter takes it: a fiber whose try began
+	 * before it will try again rather than wait (io.h). */
+	if (bits & EPOLLIN)
+		__atomic_store_n(&e->gen_in, e->gen_in + 1, __ATOMIC_RELEASE);
+	if (bits & EPOLLOUT)
+		__atomic_store_n(&e->gen_out, e->gen_out + 1, __ATOMIC_RELEASE);
 	e->drained &= ~bits;
+	woken = claim_waiters(e, bits, XF_WAIT_WOKEN, bits, &taken);
 	xf__spin_unlock(&e->lock);
 	xf__wake_list(woken);
 }
@@ -345,7 +363,7 @@ void xf__fd_retire(struct xf__fd *e, int fd, bool wait_inflight)
 	e->seq++; /* events already queued for the old registration are stale */
 	registered = e->registered;
 	e->registered = false;
-	e->ready = e->drained = 0;
+	e->drained = 0;
 	woken = claim_waiters(e, EPOLLIN | EPOLLOUT, XF_WAIT_CLOSED, 0, &taken);
 	xf__spin_unlock(&e->lock);
 	xf__wake_list(woken);
@@ -397,7 +415,7 @@ void xf__fds_reset(void)
 
 		for (unsigned i = 0; chunk && i < XF_FD_CHUNK; i++) {
 			chunk[i].registered = false;
-			chunk[i].ready = chunk[i].drained = 0;
+			chunk[i].drained = 0;
 			chunk[i].seq++;
 		}
 	}

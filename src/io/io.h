@@ -9,31 +9,36 @@
  *
  * The entry's state machine, under its spinlock:
  *
- *   ready   readiness the kernel reported that no waiter has taken yet
- *           (EPOLLIN/EPOLLOUT bits): edge-triggered events come once, so
- *           they are kept until a fiber that finds EAGAIN looks
+ *   gen     per direction (EPOLLIN, EPOLLOUT), how many events the poller
+ *           has handed to the entry: a fiber reads it before its try, and
+ *           an event since means the try may have come too early
  *   waiters the fibers waiting, each with the events it waits for; an
  *           event wakes every matching one (and none is left behind)
- *
  *   drained EPOLLIN/EPOLLOUT whose last try found EAGAIN with no event
  *           since: registered edge-triggered, the descriptor gets an event
  *           for every change, so the next call need not try first - one
  *           system call less per wait
  *
- *   a fiber, after EAGAIN:  lock; closing -> EBADF; ready has its bits ->
- *                           take them, unlock, try again; else link itself
- *                           and block (the lock is released once it can
- *                           no longer miss a wake-up: xf__wait_block)
+ *   a fiber:                read gen; try (or, drained, not); EAGAIN ->
+ *                           lock; closing -> EBADF; gen moved -> unlock,
+ *                           try again; else mark drained, link itself and
+ *                           block (the lock is released once it can no
+ *                           longer miss a wake-up: xf__wait_block)
  *   the poller, an event:   lock; a stale sequence number -> drop it;
- *                           claim and unlink every matching waiter, keep
- *                           the rest as `ready`; unlock; wake the claimed
+ *                           gen + 1 and drained cleared for its
+ *                           directions; claim and unlink every matching
+ *                           waiter; unlock; wake the claimed
  *   xf_close:               lock; closing, sequence number + 1, claim every
  *                           waiter (EBADF); unlock; wake them; take the fd
  *                           out of epoll; wait for the calls in flight to
  *                           leave; close it
  *
- * Readiness that arrives between the EAGAIN and the link is thus never
- * lost (Go's "about to wait, then commit"), and an event meant for a closed
+ * Readiness that arrives between the try and the link is thus never lost
+ * (Go's "about to wait, then commit"), whether or not another fiber's
+ * wait took the event: with several fibers on one descriptor, an event
+ * claimed by one after another's EAGAIN must not leave data behind that
+ * both then wait past (a mark of "drained" made after that event would
+ * say so wrongly; io.multi checks it).  An event meant for a closed
  * descriptor whose number is reused never reaches the new one's waiters:
  * events carry the sequence number they were registered with.
  */
@@ -64,6 +69,7 @@ struct xf__io_waiter {
 	struct xf_fiber *fiber;
 	uint32_t events;  /* EPOLLIN and/or EPOLLOUT it waits for */
 	uint32_t revents; /* what woke it */
+	uint64_t gen;	  /* xf__fds_wait: the entry's xf__fd_gen() before the try */
 };
 
 struct xf__fd {
@@ -73,9 +79,9 @@ struct xf__fd {
 	bool registered;       /* in the epoll set, with `seq` */
 	bool closing;	       /* xf_close under way: new calls fail with EBADF */
 	bool nonblock_ours;    /* we set O_NONBLOCK (a listening socket) */
-	uint32_t ready;	       /* events no waiter has taken yet */
-	uint32_t drained;      /* directions whose last try found EAGAIN, with no
-				* event since: the next call waits at once */
+	uint32_t gen_in, gen_out; /* events handed to the entry, per direction */
+	uint32_t drained;	  /* directions whose last try found EAGAIN, with no
+				   * event since: the next call waits at once */
 	struct xf__io_waiter *waiters;
 	_Atomic uint32_t inflight; /* xf_ calls using the number right now */
 	uint64_t read_timeout_ns, write_timeout_ns; /* xf_fd_set_timeout; 0 = none */
@@ -93,6 +99,13 @@ void xf__fd_leave(struct xf__fd *e);
 /* Classifies fd (fstat), once. */
 enum xf__fd_kind xf__fd_kind(struct xf__fd *e, int fd);
 
+/* The entry's event counts, read before a try (xf__fd_wait compares). */
+static inline uint64_t xf__fd_gen(const struct xf__fd *e)
+{
+	return (uint64_t)__atomic_load_n(&e->gen_out, __ATOMIC_ACQUIRE) << 32 |
+	       __atomic_load_n(&e->gen_in, __ATOMIC_ACQUIRE);
+}
+
 /* Whether the last try of `events` on e found EAGAIN and no event came
  * since: a try would fail again. */
 static inline bool xf__fd_drained(const struct xf__fd *e, uint32_t events)
@@ -101,15 +114,20 @@ static inline bool xf__fd_drained(const struct xf__fd *e, uint32_t events)
 }
 
 /* Waits, as a fiber, until fd may be ready for `events` (EPOLLIN,
- * EPOLLOUT): 0, ETIMEDOUT at deadline_ns (0 = none), EBADF if it is
- * closed meanwhile, ECANCELED when the runtime shuts down.  Registers fd
- * with the poller first if it is not.  Outside a fiber: EPERM. */
-int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns);
+ * EPOLLOUT), after a try that found it not ready, begun when
+ * xf__fd_gen(e) was gen: 0 (at once if an event came since gen),
+ * ETIMEDOUT at deadline_ns (0 = none), EBADF if it is closed meanwhile,
+ * ECANCELED when the runtime shuts down.  Registers fd with the poller
+ * first if it is not.  Outside a fiber: EPERM. */
+int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns, uint64_t gen);
 
 /* Waits, as a fiber, until one of fds may be ready (xf_poll): w holds a
- * zeroed waiter per entry.  0 (look again with poll()), ETIMEDOUT,
- * ECANCELED. */
+ * waiter per entry, zeroed but for gen, each entry's xf__fd_gen() before
+ * the poll() that found none ready (xf__fds_gen).  0 (look again with
+ * poll()), ETIMEDOUT, ECANCELED. */
 int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t deadline_ns);
+/* Fills w[i].gen for xf__fds_wait: 0, or ENOMEM (no entry could be made). */
+int xf__fds_gen(const struct pollfd *fds, nfds_t n, struct xf__io_waiter *w);
 
 /* The deadline of an xf_ call on e that waits for `events`: now plus the
  * descriptor's timeout, 0 if none. */

@@ -80,6 +80,8 @@ static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool o
 	}
 	deadline = xf__fd_deadline(e, events);
 	for (;;) {
+		uint64_t gen = xf__fd_gen(e); /* before the try: see xf__fd_wait */
+
 		if ((kind == XF_FD_POLLABLE && !ready_now(fd, events)) ||
 		    (!once && xf__fd_drained(e, events)))
 			r = -1, xf__errno_set(EAGAIN); /* known not ready: straight to the wait */
@@ -87,7 +89,7 @@ static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool o
 			r = attempt(fd, kind, op);
 		if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK) || once)
 			break;
-		err = xf__fd_wait(e, fd, events, deadline);
+		err = xf__fd_wait(e, fd, events, deadline, gen);
 		if (err) {
 			xf__errno_set(err);
 			r = -1;
@@ -436,19 +438,24 @@ int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		deadline = xf__now_ns() + (uint64_t)timeout_ms * 1000000u;
 	for (;;) {
 		struct xf__io_waiter *w;
-		int err = 0;
+		int err;
 
-		r = xf__poll_now(fds, n);
-		if (r != 0 || timeout_ms == 0)
-			return r;
-		if (deadline && xf__now_ns() >= deadline)
-			return 0;
-		/* Nothing yet: wait for the first of them, as one waiter per
-		 * descriptor (fd.c's single-descriptor wait, generalised). */
-		w = calloc(n, sizeof(*w));
-		if (!w) {
-			xf__errno_set(ENOMEM);
+		if (timeout_ms == 0)
+			return xf__poll_now(fds, n);
+		/* One waiter per descriptor (fd.c's single-descriptor wait,
+		 * generalised), each with its entry's events counted before the
+		 * poll() that may find none ready. */
+		w = calloc(n ? n : 1, sizeof(*w));
+		err = w ? xf__fds_gen(fds, n, w) : ENOMEM;
+		if (err) {
+			free(w);
+			xf__errno_set(err);
 			return -1;
+		}
+		r = xf__poll_now(fds, n);
+		if (r != 0 || (deadline && xf__now_ns() >= deadline)) {
+			free(w);
+			return r;
 		}
 		err = xf__fds_wait(fds, n, w, deadline);
 		free(w);
@@ -498,6 +505,7 @@ int xf_fd_wait(int fd, short events, uint64_t timeout_ns)
 	if ((err = xf__fd_enter(e)))
 		return err;
 	for (;;) {
+		uint64_t gen = xf__fd_gen(e); /* before the poll: see xf__fd_wait */
 		int r = xf__poll_now(&p, 1);
 
 		if (r > 0) {
@@ -508,7 +516,7 @@ int xf_fd_wait(int fd, short events, uint64_t timeout_ns)
 			err = xf__errno_get();
 			break;
 		}
-		err = xf__fd_wait(e, fd, (uint32_t)events, deadline);
+		err = xf__fd_wait(e, fd, (uint32_t)events, deadline, gen);
 		if (err)
 			break;
 	}

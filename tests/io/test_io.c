@@ -24,6 +24,10 @@
  *   errors     a bad fd, a closed fd, EPIPE, a full blocking pool, and a
  *              fiber waiting on I/O when xf_shutdown is called (ECANCELED)
  *   file       xf_open, xf_pwrite, xf_fsync, xf_pread, xf_read of a file
+ *   multi      several fibers reading one UDP socket and one pipe, bursts
+ *              from a kernel thread, spinners beside: every burst is read
+ *              (an event one reader takes must not leave the others
+ *              waiting past data)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -891,6 +895,118 @@ static void test_file(void)
 	printf("file: open, pwrite, fsync, pread, read, close\n");
 }
 
+/* --- multi --- */
+
+#define MULTI_READERS 4
+#define MULTI_ROUNDS  3000
+#define MULTI_BURST   4
+
+static int multi_udp, multi_pipe[2];
+static struct sockaddr_in multi_addr;
+static atomic_long multi_got;
+static atomic_bool multi_stop;
+
+static void *multi_udp_reader(void *arg)
+{
+	char c;
+
+	(void)arg;
+	for (;;) {
+		ssize_t r = xf_recvfrom(multi_udp, &c, 1, 0, NULL, NULL);
+
+		CHECK(r == 1);
+		if (c == 'q')
+			return NULL;
+		atomic_fetch_add(&multi_got, 1);
+	}
+}
+
+static void *multi_pipe_reader(void *arg)
+{
+	ssize_t r;
+	char c;
+
+	(void)arg;
+	while ((r = xf_read(multi_pipe[0], &c, 1)) == 1)
+		atomic_fetch_add(&multi_got, 1);
+	CHECK(r == 0);
+	return NULL;
+}
+
+static void *multi_spinner(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&multi_stop))
+		;
+	return NULL;
+}
+
+/* A kernel thread: bursts into the socket and the pipe, each waited for
+ * until read.  A burst left unread for 10 s is a lost wake-up. */
+static void *multi_sender(void *arg)
+{
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	long sent = 0;
+
+	(void)arg;
+	CHECK(s >= 0);
+	for (int r = 0; r < MULTI_ROUNDS; r++) {
+		uint64_t t0 = now_ns();
+
+		for (int k = 0; k < MULTI_BURST; k++) {
+			CHECK(sendto(s, "d", 1, 0, (struct sockaddr *)&multi_addr,
+				     sizeof(multi_addr)) == 1);
+			CHECK(write(multi_pipe[1], "d", 1) == 1);
+			sent += 2;
+		}
+		while (atomic_load(&multi_got) < sent) {
+			if (now_ns() - t0 > 10000000000ull)
+				xf_test_fail("round %d: %ld of %ld items read after 10 s", r,
+					     atomic_load(&multi_got), sent);
+			sched_yield();
+		}
+	}
+	for (int i = 0; i < MULTI_READERS; i++)
+		CHECK(sendto(s, "q", 1, 0, (struct sockaddr *)&multi_addr, sizeof(multi_addr)) == 1);
+	CHECK(close(multi_pipe[1]) == 0);
+	close(s);
+	return NULL;
+}
+
+static void test_multi(void)
+{
+	socklen_t len = sizeof(multi_addr);
+	xf_fiber *readers[2 * MULTI_READERS], *spinners[2];
+	pthread_t sender;
+
+	nworkers = 2;
+	start(50);
+	multi_addr = (struct sockaddr_in){.sin_family = AF_INET,
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	multi_udp = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK(multi_udp >= 0 && pipe(multi_pipe) == 0);
+	CHECK(bind(multi_udp, (struct sockaddr *)&multi_addr, len) == 0);
+	CHECK(getsockname(multi_udp, (struct sockaddr *)&multi_addr, &len) == 0);
+	for (int i = 0; i < MULTI_READERS; i++) {
+		CHECK_ERR(xf_spawn(&readers[2 * i], multi_udp_reader, NULL, NULL), 0);
+		CHECK_ERR(xf_spawn(&readers[2 * i + 1], multi_pipe_reader, NULL, NULL), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		CHECK_ERR(xf_spawn(&spinners[i], multi_spinner, NULL, NULL), 0);
+	CHECK(pthread_create(&sender, NULL, multi_sender, NULL) == 0);
+	for (int i = 0; i < 2 * MULTI_READERS; i++)
+		CHECK_ERR(xf_join(readers[i], NULL), 0);
+	CHECK(pthread_join(sender, NULL) == 0);
+	atomic_store(&multi_stop, true);
+	for (int i = 0; i < 2; i++)
+		CHECK_ERR(xf_join(spinners[i], NULL), 0);
+	CHECK(atomic_load(&multi_got) == 2L * MULTI_ROUNDS * MULTI_BURST);
+	CHECK(xf_close(multi_udp) == 0 && xf_close(multi_pipe[0]) == 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("multi: %d bursts of %d datagrams and %d bytes, %d readers each, all read\n",
+	       MULTI_ROUNDS, MULTI_BURST, MULTI_BURST, MULTI_READERS);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -901,7 +1017,7 @@ int main(int argc, char **argv)
 	    {"udp", test_udp},		 {"unix", test_unix},		  {"many", test_many},
 	    {"busy", test_busy},	 {"timeout", test_timeout},	  {"close", test_close},
 	    {"race", test_race},	 {"blocking", test_blocking},	  {"cross", test_cross},
-	    {"inherited", test_inherited}, {"errors", test_errors},	  {"file", test_file},
+	    {"inherited", test_inherited}, {"errors", test_errors},	  {"file", test_file},	  {"multi", test_multi},
 	};
 
 	if (argc < 2)
