@@ -126,12 +126,14 @@ static void test_mask(void)
 	CHECK_ERR(xf_shutdown(), 0);
 }
 
+static atomic_ulong libc_rounds[4];
+
 static void *libc_hammer(void *arg)
 {
+	atomic_ulong *rounds = arg;
 	char buf[256];
 	unsigned long n = 0;
 
-	(void)arg;
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		void *p[8];
 		for (int i = 0; i < 8; i++) {
@@ -143,33 +145,49 @@ static void *libc_hammer(void *arg)
 			 "libc under preemption");
 		for (int i = 0; i < 8; i++)
 			free(p[i]);
-		n++;
+		atomic_store_explicit(rounds, ++n, memory_order_relaxed);
 	}
-	return (void *)n;
+	return NULL;
 }
 
+/* Whether every hammer has made progress and the worker has both
+ * preempted them and deferred a preemption inside libc. */
+static bool libc_seen_all(xf_stats *st)
+{
+	CHECK_ERR(xf_stats_get(st), 0);
+	for (int i = 0; i < 4; i++)
+		if (!atomic_load(&libc_rounds[i]))
+			return false;
+	return st->total.preemptions && st->total.preemptions_deferred;
+}
+
+/* Runs for a second, and on a loaded machine (sanitizers, a parallel
+ * ctest) until all of it has been seen, for at most 20 s. */
 static void test_libc(void)
 {
 	xf_fiber *f[4];
 	xf_stats st;
 	uint64_t total = 0;
+	int waited_ms = 0;
 
 	CHECK_ERR(xf_init(&(xf_config){.workers = 1, .slice_us = 50}), 0);
 	for (int i = 0; i < 4; i++)
-		CHECK_ERR(xf_spawn(&f[i], libc_hammer, NULL, NULL), 0);
-	xf_sleep_ns(1000 * 1000 * 1000);
+		CHECK_ERR(xf_spawn(&f[i], libc_hammer, &libc_rounds[i], NULL), 0);
+	while (waited_ms < 1000 || (!libc_seen_all(&st) && waited_ms < 20000)) {
+		xf_sleep_ns(100 * 1000 * 1000);
+		waited_ms += 100;
+	}
 	atomic_store(&stop, true);
 	for (int i = 0; i < 4; i++) {
-		void *r;
-		CHECK_ERR(xf_join(f[i], &r), 0);
-		if (!r)
+		CHECK_ERR(xf_join(f[i], NULL), 0);
+		if (!atomic_load(&libc_rounds[i]))
 			xf_test_fail("fiber %d made no progress", i);
-		total += (uint64_t)(uintptr_t)r;
+		total += atomic_load(&libc_rounds[i]);
 	}
 	CHECK_ERR(xf_stats_get(&st), 0);
 	CHECK_ERR(xf_shutdown(), 0);
-	printf("libc: %lu malloc/snprintf rounds, %lu preemptions, %lu deferred in unsafe code\n",
-	       (unsigned long)total, (unsigned long)st.total.preemptions,
+	printf("libc: %lu malloc/snprintf rounds in %d ms, %lu preemptions, %lu deferred in unsafe code\n",
+	       (unsigned long)total, waited_ms, (unsigned long)st.total.preemptions,
 	       (unsigned long)st.total.preemptions_deferred);
 	if (!st.total.preemptions || !st.total.preemptions_deferred)
 		xf_test_fail("expected both preemptions and deferrals inside libc");
