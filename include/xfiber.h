@@ -228,7 +228,7 @@ typedef struct xf_config {
 /* Bytes of stack for user frames.  The runtime adds room for one kernel
  * signal frame on top (AT_MINSIGSTKSZ rounded up, ~3.4 KB, ~12 KB with AMX)
  * and a guard page below. */
-#define XF_STACK_SIZE_DEFAULT (64 * 1024)
+#define XF_STACK_SIZE_DEFAULT (256 * 1024) /* room for a 64 KiB buffer on the stack and more */
 #define XF_STACK_SIZE_MIN (16 * 1024)
 #define XF_SLICE_US_DEFAULT 1000
 #define XF_SLICE_US_MIN 50

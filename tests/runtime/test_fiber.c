@@ -19,6 +19,25 @@ static void *plain_thread_yields(void *arg)
 	return arg;
 }
 
+/* A 64 KiB local buffer, written and read back, with a call below it. */
+static __attribute__((noinline)) uintptr_t sum_bytes(const unsigned char *p, size_t n)
+{
+	uintptr_t sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sum += p[i];
+	return sum;
+}
+
+static void *big_buffer(void *arg)
+{
+	unsigned char buf[64 * 1024];
+
+	(void)arg;
+	memset(buf, 3, sizeof(buf));
+	return (void *)sum_bytes(buf, sizeof(buf));
+}
+
 static void *identity(void *arg)
 {
 	return arg;
@@ -182,10 +201,14 @@ int main(void)
 	CHECK_ERR(xf_join(f, NULL), 0);
 	/* A custom stack size works. */
 	attr = (xf_attr)XF_ATTR_INIT;
-	attr.stack_size = 256 * 1024;
+	attr.stack_size = 1024 * 1024;
 	CHECK_ERR(xf_spawn(&f, identity, (void *)9, &attr), 0);
 	CHECK_ERR(xf_join(f, &r), 0);
 	CHECK(r == (void *)9);
+	/* The default stack holds a 64 KiB buffer, as a thread's would. */
+	CHECK_ERR(xf_spawn(&f, big_buffer, NULL, NULL), 0);
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK(r == (void *)(uintptr_t)(64 * 1024 * 3));
 
 	CHECK_ERR(xf_shutdown(), 0);
 	CHECK_ERR(xf_shutdown(), EPERM);
