@@ -490,6 +490,16 @@ typedef struct xf_stats {
 	unsigned nr_workers;
 	xf_worker_stats total;
 	xf_worker_stats workers[XF_WORKERS_MAX];
+	/* Memory, runtime-wide: default-size stacks made so far; of them, those
+	 * in the shared pool with their pages, and the times the scavenger gave
+	 * a pooled stack's pages back; fiber structures made so far.  Workers'
+	 * caches are bounded, so in a steady pattern of spawns (however many
+	 * workers spawn and free) the counts of stacks and fibers made stop
+	 * growing. */
+	uint64_t stacks_made;
+	uint64_t stacks_pooled_warm;
+	uint64_t stacks_scavenged;
+	uint64_t fibers_made;
 } xf_stats;
 
 /* EINVAL for NULL, EPERM when the runtime is not running. */

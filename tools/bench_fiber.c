@@ -31,6 +31,7 @@
 #include "bench.h"
 #include "bench_ctx.h"
 #include "bench_fiber.h"
+#include "bench_go.h"
 #include "bench_state.h"
 #include "bench_task.h"
 #include "preempt/preempt.h"
@@ -48,6 +49,7 @@ enum {
 	FB_MINIMAL,
 	FB_MINIMAL_2SITES,
 	FB_SPAWN,
+	FB_SPAWN_BURST,
 	FB_PARKED,
 	FB_SIGNAL_SWITCH,
 	FB_SIGNAL_TICK,
@@ -534,6 +536,56 @@ static int spawn_run(const struct xf_bench_params *p, uint64_t iters, struct xf_
 	return 0;
 }
 
+/* B fibers alive at once (p->loops): B spawned, all B joined, again - and
+ * Go's goroutines doing the same right after (bench/go, spawn-B), on the
+ * same CPU. */
+static int burst_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
+{
+	const unsigned b = p->loops;
+	const uint64_t rounds = iters / b ? iters / b : 1, n = rounds * b;
+	xf_fiber **f = calloc(b, sizeof(*f));
+	struct xf_fb_runtime rt;
+	unsigned long long go_n;
+	char mode[32], go_note[160];
+	double t0, t1, go_ns;
+	int err;
+
+	if (!f)
+		return ENOMEM;
+	err = xf_fb_start(p, (xf_config){0}, &rt, s);
+	if (err) {
+		free(f);
+		return err;
+	}
+	t0 = xf_bench_now_ns();
+	for (uint64_t r = 0; !err && r < rounds; r++) {
+		for (unsigned i = 0; !err && i < b; i++)
+			err = xf_spawn(&f[i], nothing, NULL, NULL);
+		for (unsigned i = 0; !err && i < b; i++)
+			err = xf_join(f[i], NULL);
+	}
+	t1 = xf_bench_now_ns();
+	xf_fb_stop(&rt, s);
+	free(f);
+	if (err)
+		return err;
+	s->value = (t1 - t0) / (double)n;
+	s->elapsed_ns = t1 - t0;
+	snprintf(mode, sizeof(mode), "spawn-%u", b);
+	if (xf_bench_go_run(mode, n, &go_n, &go_ns, go_note, sizeof(go_note)) || !go_n) {
+		snprintf(s->note, sizeof(s->note), "%u alive: %.2f M fibers/s; Go: %.100s", b,
+			 1e3 / s->value, go_note);
+		return 0;
+	}
+	go_ns /= (double)go_n;
+	xf_bench_sample_extra(s, "go_ns", go_ns);
+	xf_bench_sample_extra(s, "x_go", go_ns / s->value);
+	snprintf(s->note, sizeof(s->note),
+		 "%u alive: %.2f M fibers/s; Go's goroutines right after %.2f M/s: %.2fx", b,
+		 1e3 / s->value, 1e3 / go_ns, go_ns / s->value);
+	return 0;
+}
+
 static int parked_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
 	xf_fiber **f = calloc(PARKED, sizeof(*f));
@@ -874,6 +926,12 @@ static int plan_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 	(void)err_size;
 	p.test = FB_SPAWN;
 	xf_bench_plan_add(plan, &p, spawn_run, "spawn+join/1cpu");
+	p.test = FB_SPAWN_BURST;
+	for (unsigned b = 1; b <= 10000; b *= (b == 1 ? 100 : 10)) {
+		p.loops = b;
+		xf_bench_plan_add(plan, &p, burst_run, "spawn-burst-%u/1cpu", b);
+	}
+	p.loops = 0;
 	if (!o->quick) {
 		p.test = FB_PARKED;
 		row = xf_bench_plan_add(plan, &p, parked_run, "parked-100k/1cpu");

@@ -2,7 +2,7 @@
 // goroutine switches and socket round trips on one OS thread
 // (GOMAXPROCS=1), timed the way the C rows are.
 //
-//	xfiber-bench-go -mode gosched|chan|unix -n N
+//	xfiber-bench-go -mode gosched|chan|unix|spawn-B -n N
 //
 // gosched: two goroutines calling runtime.Gosched() N times each, so every
 // call hands the processor to the other.  chan: N round trips over a pair of
@@ -11,6 +11,10 @@
 // unix: N round trips of one byte each way between two goroutines over a
 // Unix stream socket pair, each end a net.Conn served by Go's netpoller.
 // It prints "ROUNDTRIPS NANOSECONDS".
+//
+// spawn-B: N goroutines started and waited for (a sync.WaitGroup), B alive
+// at a time: B started, then all B waited for, and again.  It prints
+// "SPAWNS NANOSECONDS".
 package main
 
 import (
@@ -20,6 +24,8 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -115,8 +121,24 @@ func unixSocket(n int) (int, time.Duration) {
 	return n, elapsed
 }
 
+// spawner returns the spawn-B run: n goroutines, b alive at a time.
+func spawner(b int) func(int) (int, time.Duration) {
+	return func(n int) (int, time.Duration) {
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for done := 0; done < n; done += b {
+			wg.Add(b)
+			for i := 0; i < b; i++ {
+				go func() { wg.Done() }()
+			}
+			wg.Wait()
+		}
+		return (n + b - 1) / b * b, time.Since(t0)
+	}
+}
+
 func main() {
-	mode := flag.String("mode", "", "gosched, chan or unix")
+	mode := flag.String("mode", "", "gosched, chan, unix or spawn-B")
 	n := flag.Int("n", 0, "round trips (chan, unix) or yields per goroutine (gosched)")
 	flag.Parse()
 	// The environment says so too; this makes it true whatever it says.
@@ -130,11 +152,15 @@ func main() {
 	case "unix":
 		run = unixSocket
 	default:
-		fmt.Fprintf(os.Stderr, "xfiber-bench-go: -mode must be gosched, chan or unix, not %q\n", *mode)
+		if b, err := strconv.Atoi(strings.TrimPrefix(*mode, "spawn-")); strings.HasPrefix(*mode, "spawn-") && err == nil && b > 0 {
+			run = spawner(b)
+			break
+		}
+		fmt.Fprintf(os.Stderr, "xfiber-bench-go: -mode must be gosched, chan, unix or spawn-B (B > 0), not %q\n", *mode)
 		os.Exit(2)
 	}
 	if *n <= 0 || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "xfiber-bench-go: usage: xfiber-bench-go -mode gosched|chan|unix -n N (N > 0)")
+		fmt.Fprintln(os.Stderr, "xfiber-bench-go: usage: xfiber-bench-go -mode gosched|chan|unix|spawn-B -n N (N > 0)")
 		os.Exit(2)
 	}
 	// Each run is a fresh process: warm the scheduler up before timing.

@@ -46,5 +46,7 @@ int xf_stats_get(xf_stats *out)
 #define ADD(f) out->total.f += __atomic_load_n(&xf__rt.ticker_stats.f, __ATOMIC_RELAXED);
 	FIELDS(ADD)
 #undef ADD
+	xf__stacks_stats(out);
+	out->fibers_made = xf__fibers_made();
 	return 0;
 }

@@ -194,6 +194,8 @@ static void *ticker_main(void *arg)
 		quiet_ticks = tick(xf__now_ns(), slice_ns) ? 0 : quiet_ticks + 1;
 		/* Objects loaded since the last look get their verdicts. */
 		xf__safepoints_refresh(xf__now_ns());
+		/* Pooled stacks nobody reused give their pages back. */
+		xf__stacks_scavenge(xf__now_ns());
 	}
 	return NULL;
 }

@@ -10,8 +10,9 @@
  * NULL to themselves.  Whoever comes second frees the fiber (or wakes the
  * joiner, who then frees it).
  *
- * Fiber structures come from per-worker caches refilled from a global arena
- * and never go back to malloc while the runtime runs, so a stale handle
+ * Fiber structures come from bounded per-worker caches (XF_FIBER_CACHE)
+ * that trade batches with a global arena, and never go back to malloc
+ * while the runtime runs, so a stale handle
  * reads a magic number, not freed memory (ESRCH) - until the structure is
  * reused by a later spawn.
  */
@@ -39,22 +40,36 @@ static struct {
 	struct xf_fiber *free_list; /* fibers freed outside any worker */
 } arena = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Pushes f on w's cache. */
+static void cache_push(struct xf__worker *w, struct xf_fiber *f)
+{
+	f->run_next = w->fiber_cache;
+	w->fiber_cache = f;
+	w->fiber_cache_nr++;
+}
+
 struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 {
 	struct xf_fiber *f, *chunk;
 
+	if (!w->fiber_cache) {
+		/* Refill a batch from the arena's free list: one lock per
+		 * XF_FIBER_BATCH spawns. */
+		pthread_mutex_lock(&arena.lock);
+		while (arena.free_list && w->fiber_cache_nr < XF_FIBER_BATCH) {
+			f = arena.free_list;
+			arena.free_list = f->run_next;
+			cache_push(w, f);
+		}
+		pthread_mutex_unlock(&arena.lock);
+	}
 	if (w->fiber_cache) {
 		f = w->fiber_cache;
 		w->fiber_cache = f->run_next;
+		w->fiber_cache_nr--;
 		return f;
 	}
 	pthread_mutex_lock(&arena.lock);
-	if (arena.free_list) {
-		f = arena.free_list;
-		arena.free_list = f->run_next;
-		pthread_mutex_unlock(&arena.lock);
-		return f;
-	}
 	if (arena.nr == arena.cap) {
 		size_t cap = arena.cap ? 2 * arena.cap : 64;
 		void **c = realloc(arena.chunks, cap * sizeof(*c));
@@ -74,24 +89,49 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 	pthread_mutex_unlock(&arena.lock);
 	for (int i = ARENA_CHUNK - 1; i > 0; i--) {
 		chunk[i].magic = XF_FIBER_FREED;
-		chunk[i].run_next = w->fiber_cache;
-		w->fiber_cache = &chunk[i];
+		cache_push(w, &chunk[i]);
 	}
 	return &chunk[0];
 }
 
+/* The cache is bounded: a full one hands a batch to the arena's free list,
+ * where any worker finds it, so a worker that only frees (fibers spawned
+ * elsewhere end here) does not hoard what another then allocates anew. */
 void xf__fiber_free(struct xf__worker *w, struct xf_fiber *f)
 {
 	f->magic = XF_FIBER_FREED;
+	if (w && w->fiber_cache_nr < XF_FIBER_CACHE) {
+		cache_push(w, f);
+		return;
+	}
 	if (w) {
-		f->run_next = w->fiber_cache;
-		w->fiber_cache = f;
+		struct xf_fiber *first = w->fiber_cache, *last = first;
+
+		for (unsigned i = 1; i < XF_FIBER_BATCH; i++)
+			last = last->run_next;
+		w->fiber_cache = last->run_next;
+		w->fiber_cache_nr -= XF_FIBER_BATCH;
+		cache_push(w, f);
+		pthread_mutex_lock(&arena.lock);
+		last->run_next = arena.free_list;
+		arena.free_list = first;
+		pthread_mutex_unlock(&arena.lock);
 		return;
 	}
 	pthread_mutex_lock(&arena.lock);
 	f->run_next = arena.free_list;
 	arena.free_list = f;
 	pthread_mutex_unlock(&arena.lock);
+}
+
+uint64_t xf__fibers_made(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&arena.lock);
+	n = (uint64_t)arena.nr * ARENA_CHUNK;
+	pthread_mutex_unlock(&arena.lock);
+	return n;
 }
 
 void xf__fiber_arena_release(void)

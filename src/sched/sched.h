@@ -77,6 +77,11 @@ struct xf__stack {
 };
 
 #define XF_STACK_CACHE 64	   /* stacks a worker keeps for reuse */
+#define XF_STACK_BATCH (XF_STACK_CACHE / 2) /* moved between a cache and the pool at once */
+#define XF_FIBER_CACHE 256	   /* fiber structures a worker keeps */
+#define XF_FIBER_BATCH (XF_FIBER_CACHE / 2)
+#define XF_SCAVENGE_PERIOD_NS 1000000000ull /* pooled stacks unused for 1-2 of these give
+					     * their pages back (stack.c) */
 #define XF_GUARD_SIZE  (64 * 1024) /* below each stack; costs address space only */
 
 struct xf__timer {
@@ -220,6 +225,7 @@ struct xf__worker {
 	struct xf__stack stack_cache[XF_STACK_CACHE];
 	unsigned stack_cache_nr;
 	struct xf_fiber *fiber_cache;
+	unsigned fiber_cache_nr;
 
 	pthread_t thread;
 	pid_t tid;
@@ -478,6 +484,9 @@ int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self,
 int xf__stack_get(struct xf__worker *w, size_t size, struct xf__stack *out);
 void xf__stack_put(struct xf__worker *w, struct xf__stack *s);
 void xf__stacks_release(void); /* at shutdown: every stack of the runtime */
+void xf__stacks_scavenge(uint64_t now_ns); /* off the hot paths: ticker, idle workers */
+void xf__stacks_stats(xf_stats *out);	   /* the stack counts of xf_stats */
+uint64_t xf__fibers_made(void);		   /* fiber structures allocated so far */
 int xf__overflow_handler_install(struct xf__worker *w);
 void xf__overflow_handler_remove(struct xf__worker *w);
 

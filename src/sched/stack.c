@@ -13,8 +13,12 @@
  * kernel signal frame on top (AT_MINSIGSTKSZ rounded up: ~3.4 KB, ~12 KB
  * once AMX is in use), since signal handlers run on the fiber's stack.
  *
- * Freed stacks go to the worker's cache (XF_STACK_CACHE), then to a global
- * pool with their pages given back (MADV_DONTNEED).
+ * Freed stacks go to the worker's cache (XF_STACK_CACHE); a full cache
+ * hands its older half to a global pool, an empty one takes a batch back,
+ * so the pool's lock is taken once per XF_STACK_BATCH spawns or exits.
+ * Pooled stacks keep their pages until the scavenger (below) gives back
+ * those nobody reused for a while: a burst of fibers faults its stacks in
+ * once, not at every spawn.
  *
  * A fault in a guard region, or a signal frame the kernel could not push
  * for want of room, is reported by a SIGSEGV handler running on a
@@ -48,13 +52,24 @@ struct slab {
 	size_t len;
 };
 
+/* A pool of default-size stacks, used as a stack (LIFO: the warmest first). */
+struct stack_list {
+	struct xf__stack *v;
+	size_t nr, cap;
+};
+
 static struct {
 	pthread_mutex_t lock;
 	struct slab *slabs; /* every slab, for release at shutdown */
 	char *carve;	    /* next unused slot in the newest slab */
 	unsigned carve_left;
-	struct xf__stack *pool; /* returned default-size stacks */
-	size_t pool_nr, pool_cap;
+	/* Stacks no worker caches, by how long ago they were freed: `warm`
+	 * since the last scavenge, `aging` since the one before, `cold` with
+	 * their pages given back. */
+	struct stack_list warm, aging, cold;
+	struct stack_list spare; /* an empty buffer for the next `warm` */
+	_Atomic uint64_t next_scavenge_ns;
+	uint64_t made, scavenged; /* for xf_stats */
 	bool handler_installed;
 } stacks = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -89,15 +104,11 @@ static int stack_map_single(size_t usable, struct xf__stack *out)
 	return 0;
 }
 
-/* A default-size stack from the pool or a slab; called with the lock held. */
-static int stack_from_slab(size_t usable, struct xf__stack *out)
+/* A new default-size stack from a slab; lock held. */
+static int stack_carve(size_t usable, struct xf__stack *out)
 {
 	const size_t slot = XF_GUARD_SIZE + usable;
 
-	if (stacks.pool_nr) {
-		*out = stacks.pool[--stacks.pool_nr];
-		return 0;
-	}
 	if (!stacks.carve_left) {
 		struct slab *s = malloc(sizeof(*s));
 		void *p;
@@ -121,13 +132,52 @@ static int stack_from_slab(size_t usable, struct xf__stack *out)
 	    .base = stacks.carve + XF_GUARD_SIZE, .size = usable, .region = NULL};
 	stacks.carve += slot;
 	stacks.carve_left--;
+	stacks.made++;
 	return 0;
+}
+
+/* Appends s to l, growing it; false if it cannot grow.  Lock held. */
+static bool list_push(struct stack_list *l, const struct xf__stack *s)
+{
+	if (l->nr == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 256;
+		struct xf__stack *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return false;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->nr++] = *s;
+	return true;
+}
+
+/* The warmest pooled stack into *out; lock held. */
+static bool pool_pop(struct xf__stack *out)
+{
+	struct stack_list *from = stacks.warm.nr ? &stacks.warm
+				  : stacks.aging.nr ? &stacks.aging
+						    : &stacks.cold;
+
+	if (!from->nr)
+		return false;
+	*out = from->v[--from->nr];
+	return true;
+}
+
+/* Into the warm pool; a stack the pool cannot take (no memory to grow it)
+ * gives its pages back and is only leaked until shutdown, when its slab is
+ * unmapped.  Lock held. */
+static void pool_push(struct xf__stack *s)
+{
+	if (!list_push(&stacks.warm, s))
+		madvise(s->base, s->size, MADV_DONTNEED);
 }
 
 int xf__stack_get(struct xf__worker *w, size_t size, struct xf__stack *out)
 {
 	const size_t usable = usable_size(size);
-	int err;
+	int err = 0;
 
 	if (size != xf__rt.stack_size)
 		return stack_map_single(usable, out);
@@ -135,8 +185,20 @@ int xf__stack_get(struct xf__worker *w, size_t size, struct xf__stack *out)
 		*out = w->stack_cache[--w->stack_cache_nr];
 		return 0;
 	}
+	/* The cache is empty: refill half of it at once, so that the lock is
+	 * taken once per XF_STACK_BATCH spawns. */
 	pthread_mutex_lock(&stacks.lock);
-	err = stack_from_slab(usable, out);
+	if (w) {
+		while (w->stack_cache_nr < XF_STACK_BATCH &&
+		       pool_pop(&w->stack_cache[w->stack_cache_nr]))
+			w->stack_cache_nr++;
+		if (w->stack_cache_nr)
+			*out = w->stack_cache[--w->stack_cache_nr];
+		else
+			err = stack_carve(usable, out);
+	} else if (!pool_pop(out)) {
+		err = stack_carve(usable, out);
+	}
 	pthread_mutex_unlock(&stacks.lock);
 	return err;
 }
@@ -147,27 +209,84 @@ void xf__stack_put(struct xf__worker *w, struct xf__stack *s)
 		return;
 	if (s->region) {
 		munmap(s->region, XF_GUARD_SIZE + s->size);
-	} else if (w && w->stack_cache_nr < XF_STACK_CACHE) {
+	} else if (w) {
+		if (w->stack_cache_nr == XF_STACK_CACHE) {
+			/* Full: the older half goes to the pool, pages and all
+			 * (the scavenger gives them back if nobody wants them). */
+			pthread_mutex_lock(&stacks.lock);
+			for (unsigned i = 0; i < XF_STACK_BATCH; i++)
+				pool_push(&w->stack_cache[i]);
+			pthread_mutex_unlock(&stacks.lock);
+			memmove(w->stack_cache, w->stack_cache + XF_STACK_BATCH,
+				(XF_STACK_CACHE - XF_STACK_BATCH) * sizeof(w->stack_cache[0]));
+			w->stack_cache_nr -= XF_STACK_BATCH;
+		}
 		w->stack_cache[w->stack_cache_nr++] = *s;
 	} else {
-		/* Past the cache: keep the address space, give the memory back. */
-		madvise(s->base, s->size, MADV_DONTNEED);
 		pthread_mutex_lock(&stacks.lock);
-		if (stacks.pool_nr == stacks.pool_cap) {
-			size_t cap = stacks.pool_cap ? 2 * stacks.pool_cap : 256;
-			struct xf__stack *p = realloc(stacks.pool, cap * sizeof(*p));
-			if (p) {
-				stacks.pool = p;
-				stacks.pool_cap = cap;
-			}
-		}
-		/* If the pool cannot grow the stack is only leaked until
-		 * shutdown, when its slab is unmapped. */
-		if (stacks.pool_nr < stacks.pool_cap)
-			stacks.pool[stacks.pool_nr++] = *s;
+		pool_push(s);
 		pthread_mutex_unlock(&stacks.lock);
 	}
 	s->base = NULL;
+}
+
+/*
+ * The scavenger: what the pool holds beyond what is being reused goes back
+ * to the kernel, off the spawn and exit paths.  Called by the ticker at
+ * every tick and by a worker about to sleep; at most once a
+ * XF_SCAVENGE_PERIOD_NS it ages the pool: the stacks still `aging` (freed
+ * one to two periods ago and not reused since) give their pages back
+ * (MADV_DONTNEED, outside the lock) and become `cold`, and `warm` becomes
+ * `aging`.  So after a burst the pooled stacks' memory is returned within
+ * two periods; what the workers' caches hold (XF_STACK_CACHE stacks each)
+ * is kept for the next spawns.
+ */
+void xf__stacks_scavenge(uint64_t now_ns)
+{
+	struct stack_list old;
+
+	if (now_ns < atomic_load_explicit(&stacks.next_scavenge_ns, memory_order_relaxed) ||
+	    pthread_mutex_trylock(&stacks.lock))
+		return;
+	if (now_ns < atomic_load_explicit(&stacks.next_scavenge_ns, memory_order_relaxed) ||
+	    (!stacks.warm.nr && !stacks.aging.nr)) {
+		if (now_ns >= stacks.next_scavenge_ns)
+			atomic_store_explicit(&stacks.next_scavenge_ns,
+					      now_ns + XF_SCAVENGE_PERIOD_NS, memory_order_relaxed);
+		pthread_mutex_unlock(&stacks.lock);
+		return;
+	}
+	atomic_store_explicit(&stacks.next_scavenge_ns, now_ns + XF_SCAVENGE_PERIOD_NS,
+			      memory_order_relaxed);
+	old = stacks.aging;
+	stacks.aging = stacks.warm;
+	stacks.warm = stacks.spare;
+	stacks.spare = (struct stack_list){0};
+	pthread_mutex_unlock(&stacks.lock);
+
+	for (size_t i = 0; i < old.nr; i++)
+		madvise(old.v[i].base, old.v[i].size, MADV_DONTNEED);
+
+	pthread_mutex_lock(&stacks.lock);
+	stacks.scavenged += old.nr;
+	for (size_t i = 0; i < old.nr; i++)
+		if (!list_push(&stacks.cold, &old.v[i]))
+			break; /* leaked until shutdown, pages already given back */
+	old.nr = 0;
+	if (!stacks.spare.v)
+		stacks.spare = old;
+	else
+		free(old.v);
+	pthread_mutex_unlock(&stacks.lock);
+}
+
+void xf__stacks_stats(xf_stats *out)
+{
+	pthread_mutex_lock(&stacks.lock);
+	out->stacks_made = stacks.made;
+	out->stacks_pooled_warm = stacks.warm.nr + stacks.aging.nr;
+	out->stacks_scavenged = stacks.scavenged;
+	pthread_mutex_unlock(&stacks.lock);
 }
 
 void xf__stacks_fork(enum xf__fork_phase phase)
@@ -200,9 +319,17 @@ void xf__stacks_release(void)
 		munmap(s->base, s->len);
 		free(s);
 	}
-	free(stacks.pool);
-	stacks.pool = NULL;
-	stacks.pool_nr = stacks.pool_cap = 0;
+	{
+		struct stack_list *lists[] = {&stacks.warm, &stacks.aging, &stacks.cold,
+					      &stacks.spare};
+
+		for (unsigned i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+			free(lists[i]->v);
+			*lists[i] = (struct stack_list){0};
+		}
+	}
+	atomic_store_explicit(&stacks.next_scavenge_ns, 0, memory_order_relaxed);
+	stacks.made = stacks.scavenged = 0;
 	stacks.carve = NULL;
 	stacks.carve_left = 0;
 	pthread_mutex_unlock(&stacks.lock);

@@ -211,9 +211,15 @@ static struct xf_fiber *find_work(struct xf__worker *w)
  * futex. */
 static void park(struct xf__worker *w)
 {
-	uint32_t seq = atomic_load_explicit(&w->park_seq, memory_order_seq_cst);
-	const bool poll = xf__poller_claim(w);
+	uint32_t seq;
+	bool poll;
 	uint64_t deadline, timeout = 0;
+
+	/* Nothing to run: a moment for the scavenger (a runtime without a
+	 * ticker has no other). */
+	xf__stacks_scavenge(xf__now_ns());
+	seq = atomic_load_explicit(&w->park_seq, memory_order_seq_cst);
+	poll = xf__poller_claim(w);
 
 	atomic_store_explicit(&w->parked, poll ? XF_PARKED_POLLER : XF_PARKED_FUTEX,
 			      memory_order_seq_cst);
