@@ -19,7 +19,7 @@ static void *plain_thread_yields(void *arg)
 	return arg;
 }
 
-/* A 64 KiB local buffer, written and read back, with a call below it. */
+/* A 100 KiB local buffer, written and read back, with a call below it. */
 static __attribute__((noinline)) uintptr_t sum_bytes(const unsigned char *p, size_t n)
 {
 	uintptr_t sum = 0;
@@ -31,7 +31,7 @@ static __attribute__((noinline)) uintptr_t sum_bytes(const unsigned char *p, siz
 
 static void *big_buffer(void *arg)
 {
-	unsigned char buf[64 * 1024];
+	unsigned char buf[100 * 1024];
 
 	(void)arg;
 	memset(buf, 3, sizeof(buf));
@@ -205,10 +205,10 @@ int main(void)
 	CHECK_ERR(xf_spawn(&f, identity, (void *)9, &attr), 0);
 	CHECK_ERR(xf_join(f, &r), 0);
 	CHECK(r == (void *)9);
-	/* The default stack holds a 64 KiB buffer, as a thread's would. */
+	/* The default stack holds a 100 KiB buffer, as a thread's would. */
 	CHECK_ERR(xf_spawn(&f, big_buffer, NULL, NULL), 0);
 	CHECK_ERR(xf_join(f, &r), 0);
-	CHECK(r == (void *)(uintptr_t)(64 * 1024 * 3));
+	CHECK(r == (void *)(uintptr_t)(100 * 1024 * 3));
 
 	CHECK_ERR(xf_shutdown(), 0);
 	CHECK_ERR(xf_shutdown(), EPERM);

@@ -15,6 +15,11 @@
  *           before xfiber's, as the faulting code had the preemption signal
  *           (unblocked): a handler that longjmps out must not leave it
  *           blocked for good;
+ *   bigframe a frame of 100 KiB, bigger than the 64 KiB guard, in a fiber
+ *           with the smallest stack: its first bytes would land past the
+ *           guard in the stack below (the scheduler's own), but the library
+ *           and its users build with -fstack-clash-protection, whose
+ *           probes touch every page on the way down and hit the guard;
  *   flood   another thread sends the preemption signal faster than it can
  *           be handled, which nests handler frames (SA_NODEFER) until they
  *           do not fit - and keeps sending while the report runs.  On a
@@ -118,6 +123,31 @@ static void child_frame(void)
 static void child_gp(void)
 {
 	run_one_fiber(gp_fault_at_depth);
+}
+
+/* A frame larger than the guard, written at its lowest address first. */
+static __attribute__((noinline, noclone)) int big_frame(int i)
+{
+	volatile char frame[100 * 1024];
+
+	frame[0] = 1;
+	frame[i] = 2;
+	return frame[0] + frame[i];
+}
+
+static void *calls_big_frame(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)big_frame(1);
+}
+
+static void child_bigframe(void)
+{
+	xf_fiber *f;
+
+	xf_init(&(xf_config){.workers = 1, .cooperative = true, .stack_size = XF_STACK_SIZE_MIN});
+	xf_spawn(&f, calls_big_frame, NULL, NULL);
+	xf_join(f, NULL); /* returns only if the frame went past the guard unnoticed */
 }
 
 static jmp_buf recovered;
@@ -231,6 +261,13 @@ int main(void)
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		xf_test_fail("forward: status 0x%x; stderr was: %s", status, out);
 	printf("forward: the previous handler recovered, SIGURG unblocked\n");
+
+	status = xf_test_run_child(child_bigframe, out, sizeof(out));
+	if (!reported(status, out, fiber2, NULL))
+		xf_test_fail("bigframe: a 100 KiB frame went past the guard without a report "
+			     "(status 0x%x); stderr was: %s",
+			     status, out);
+	printf("bigframe: %s", out);
 
 	status = xf_test_run_child(child_flood, out, sizeof(out));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
