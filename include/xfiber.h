@@ -223,6 +223,9 @@ typedef struct xf_config {
 	bool cooperative;  /* no time slices: fibers switch only when they call the runtime */
 	xf_io_backend io_backend;  /* see above */
 	unsigned blocking_threads; /* most helper threads of xf_blocking; 0 = 64 */
+	bool no_stack_guards; /* no guard below each stack: an overflow goes undetected, but on
+			       * kernels before 6.13 (no MADV_GUARD_INSTALL) far more fibers fit
+			       * under vm.max_map_count (docs/runtime.md) */
 } xf_config;
 
 /* Bytes of stack for user frames.  The runtime adds room for one kernel

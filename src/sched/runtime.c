@@ -154,6 +154,9 @@ static int start(const xf_config *cfg)
 
 	if (n > XF_WORKERS_MAX)
 		n = XF_WORKERS_MAX;
+	err = xf__stacks_configure(cfg);
+	if (err)
+		return err;
 	memset(&xf__rt, 0, sizeof(xf__rt));
 	xf__rt.nr_workers = n;
 	xf__rt.pid = getpid();

@@ -484,6 +484,7 @@ int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self,
 int xf__stack_get(struct xf__worker *w, size_t size, struct xf__stack *out);
 void xf__stack_put(struct xf__worker *w, struct xf__stack *s);
 void xf__stacks_release(void); /* at shutdown: every stack of the runtime */
+int xf__stacks_configure(const xf_config *cfg); /* guards: EINVAL for a bad XFIBER_STACK_GUARD */
 void xf__stacks_scavenge(uint64_t now_ns); /* off the hot paths: ticker, idle workers */
 void xf__stacks_stats(xf_stats *out);	   /* the stack counts of xf_stats */
 uint64_t xf__fibers_made(void);		   /* fiber structures allocated so far */

@@ -3,9 +3,7 @@
  *
  * Stacks of the default size are carved from slabs of XF_SLAB_STACKS, so
  * 100,000 fibers need a few thousand mappings, not 100,000: Linux allows
- * 65,530 per process by default.  The guard below each stack is installed
- * with MADV_GUARD_INSTALL (Linux 6.13+), which marks page-table entries and
- * splits no mapping; older kernels get mprotect(PROT_NONE), which splits one.
+ * 65,530 per process by default.  The guard below each stack: see guard().
  * Pages are committed only when touched, so a parked fiber costs the pages
  * its frames reached.
  *
@@ -28,6 +26,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,11 +77,79 @@ static size_t usable_size(size_t stack_size)
 	return XF_ALIGN_UP(stack_size + xf__rt.frame_reserve, PAGE);
 }
 
+/*
+ * Guards.  MADV_GUARD_INSTALL (Linux 6.13+) marks page-table entries and
+ * splits no mapping.  Before it, mprotect(PROT_NONE) splits the slab: each
+ * guarded stack then costs two of the vm.max_map_count mappings (65,530 by
+ * default), so guarded fibers stop near 32,700.  The first guard that the
+ * limit refuses says so on stderr, once, and the spawn fails with ENOMEM;
+ * xf_config.no_stack_guards trades the guards for fibers.
+ * XFIBER_STACK_GUARD=madvise|mprotect|none forces a way (tests use it to
+ * run the old kernels' path here).
+ */
+enum guard_mode { GUARD_MADVISE, GUARD_MPROTECT, GUARD_NONE };
+static enum guard_mode guard_mode;
+
+int xf__stacks_configure(const xf_config *cfg)
+{
+	const char *env = getenv("XFIBER_STACK_GUARD");
+
+	guard_mode = cfg->no_stack_guards ? GUARD_NONE : GUARD_MADVISE;
+	if (!env || !*env || cfg->no_stack_guards)
+		return 0;
+	if (!strcmp(env, "madvise"))
+		guard_mode = GUARD_MADVISE;
+	else if (!strcmp(env, "mprotect"))
+		guard_mode = GUARD_MPROTECT;
+	else if (!strcmp(env, "none"))
+		guard_mode = GUARD_NONE;
+	else {
+		fprintf(stderr, "xfiber: XFIBER_STACK_GUARD=%s: say madvise, mprotect or none\n",
+			env);
+		return EINVAL;
+	}
+	return 0;
+}
+
+static void say_map_limit(void)
+{
+	static atomic_bool said;
+	char limit[32] = "?";
+	FILE *f;
+
+	if (atomic_exchange(&said, true))
+		return;
+	f = fopen("/proc/sys/vm/max_map_count", "r");
+	if (f) {
+		if (!fgets(limit, sizeof(limit), f))
+			strcpy(limit, "?");
+		limit[strcspn(limit, "\n")] = 0;
+		fclose(f);
+	}
+	fprintf(stderr,
+		"xfiber: no memory mapping left to guard another fiber stack: guards made with "
+		"mprotect (no MADV_GUARD_INSTALL before Linux 6.13, or XFIBER_STACK_GUARD=mprotect) "
+		"take two of the vm.max_map_count = %s mappings a process may have per stack. "
+		"Raise it (sysctl -w "
+		"vm.max_map_count=N, about 2 per fiber) or set xf_config.no_stack_guards; "
+		"xf_spawn fails with ENOMEM meanwhile\n",
+		limit);
+}
+
 static int guard(void *lo)
 {
-	if (madvise(lo, XF_GUARD_SIZE, MADV_GUARD_INSTALL) == 0)
+	if (guard_mode == GUARD_NONE)
 		return 0;
-	return mprotect(lo, XF_GUARD_SIZE, PROT_NONE) ? errno : 0;
+	if (guard_mode == GUARD_MADVISE) {
+		if (madvise(lo, XF_GUARD_SIZE, MADV_GUARD_INSTALL) == 0)
+			return 0;
+		guard_mode = GUARD_MPROTECT; /* a kernel before 6.13: EINVAL, for good */
+	}
+	if (mprotect(lo, XF_GUARD_SIZE, PROT_NONE) == 0)
+		return 0;
+	if (errno == ENOMEM)
+		say_map_limit();
+	return errno;
 }
 
 /* One stack of any size in a mapping of its own. */
