@@ -25,6 +25,8 @@
 
 static _Atomic(struct xf__fd *) chunks[XF_FD_CHUNKS];
 static _Atomic int cancelled; /* xf_shutdown has cancelled every I/O wait */
+/* Where an xf_poll with no descriptor to wait on waits, for xf_shutdown. */
+static struct xf__fd nowhere;
 
 struct xf__fd *xf__fd_peek(int fd)
 {
@@ -233,7 +235,8 @@ int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t
 {
 	struct xf_fiber *self = xf__self();
 	uint64_t timeout;
-	bool found = false;
+	bool found = false, on_nowhere = false;
+	unsigned linked = 0;
 	int state, err;
 
 	if ((err = wait_allowed(deadline_ns, &timeout)))
@@ -250,30 +253,47 @@ int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t
 		if (!e)
 			continue;
 		xf__spin_lock(&e->lock);
-		if (e->closing || ensure_registered(e, fds[i].fd)) {
+		if (e->closing) {
+			/* xf_close is under way: the caller reports POLLNVAL
+			 * (xf__fds_closing), though the number is still open. */
+			xf__spin_unlock(&e->lock);
+			found = true;
+			break;
+		}
+		if (ensure_registered(e, fds[i].fd)) {
 			xf__spin_unlock(&e->lock);
 			continue; /* poll() itself reports it */
 		}
 		ready = gen_moved(e, ev, w[i].gen); /* since the poll(): poll again */
-		if (!ready)
+		if (!ready) {
 			link_waiter(e, &w[i], self, ev);
+			linked++;
+		}
 		xf__spin_unlock(&e->lock);
 		if (ready) {
 			found = true;
 			break;
 		}
 	}
+	if (!found && !linked) {
+		/* No descriptor to wait on (none, or only negative ones): a sleep
+		 * until the timeout, which xf_shutdown must still find. */
+		xf__spin_lock(&nowhere.lock);
+		link_waiter(&nowhere, &w[0], self, EPOLLIN | EPOLLOUT);
+		xf__spin_unlock(&nowhere.lock);
+		on_nowhere = true;
+	}
 	atomic_fetch_add_explicit(&xf__io_waiters, 1, memory_order_relaxed);
 	XF_STAT_INC(xf__this_worker(), io_waits, 1);
 	/* Something was ready already: withdraw instead of waiting. */
 	state = found ? xf__wait_cancel(self) : xf__wait_block(self, timeout, NULL);
 	atomic_fetch_sub_explicit(&xf__io_waiters, 1, memory_order_relaxed);
-	for (nfds_t i = 0; i < n; i++) {
+	for (nfds_t i = 0; i < n || (on_nowhere && i == 0); i++) {
 		struct xf__fd *e;
 
 		if (!w[i].fiber)
 			continue;
-		e = xf__fd_peek(fds[i].fd);
+		e = on_nowhere ? &nowhere : xf__fd_peek(fds[i].fd);
 		xf__spin_lock(&e->lock);
 		if (w[i].fiber)
 			unlink_waiter(e, &w[i]);
@@ -282,11 +302,26 @@ int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t
 	if (state == XF_WAIT_TIMEDOUT)
 		return ETIMEDOUT;
 	if (state == XF_WAIT_CLOSED) {
-		for (nfds_t i = 0; i < n; i++)
+		for (nfds_t i = 0; i < n || (on_nowhere && i == 0); i++)
 			if (w[i].revents & REVENTS_CANCELED)
 				return ECANCELED;
 	}
 	return 0; /* woken, closed under it (poll() says POLLNVAL), or ready */
+}
+
+int xf__fds_closing(struct pollfd *fds, nfds_t n)
+{
+	int more = 0;
+
+	for (nfds_t i = 0; i < n; i++) {
+		struct xf__fd *e = xf__fd_peek(fds[i].fd);
+
+		if (!e || !__atomic_load_n(&e->closing, __ATOMIC_ACQUIRE))
+			continue;
+		more += !fds[i].revents;
+		fds[i].revents = POLLNVAL;
+	}
+	return more;
 }
 
 int xf__fds_gen(const struct pollfd *fds, nfds_t n, struct xf__io_waiter *w)
@@ -384,25 +419,29 @@ void xf__fd_retire(struct xf__fd *e, int fd, bool wait_inflight)
 	__atomic_store_n(&e->closing, false, __ATOMIC_RELEASE);
 }
 
+/* Wakes every waiter of e as cancelled by xf_shutdown. */
+static void cancel_waiters(struct xf__fd *e)
+{
+	struct xf_fiber *woken;
+	uint32_t taken = 0;
+
+	if (!__atomic_load_n(&e->waiters, __ATOMIC_RELAXED))
+		return;
+	xf__spin_lock(&e->lock);
+	woken = claim_waiters(e, EPOLLIN | EPOLLOUT, XF_WAIT_CLOSED, REVENTS_CANCELED, &taken);
+	xf__spin_unlock(&e->lock);
+	xf__wake_list(woken);
+}
+
 void xf__io_cancel_all(void)
 {
 	atomic_store_explicit(&cancelled, 1, memory_order_release);
+	cancel_waiters(&nowhere);
 	for (unsigned c = 0; c < XF_FD_CHUNKS; c++) {
 		struct xf__fd *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
 
-		for (unsigned i = 0; chunk && i < XF_FD_CHUNK; i++) {
-			struct xf__fd *e = &chunk[i];
-			struct xf_fiber *woken;
-			uint32_t taken = 0;
-
-			if (!__atomic_load_n(&e->waiters, __ATOMIC_RELAXED))
-				continue;
-			xf__spin_lock(&e->lock);
-			woken = claim_waiters(e, EPOLLIN | EPOLLOUT, XF_WAIT_CLOSED, REVENTS_CANCELED,
-					      &taken);
-			xf__spin_unlock(&e->lock);
-			xf__wake_list(woken);
-		}
+		for (unsigned i = 0; chunk && i < XF_FD_CHUNK; i++)
+			cancel_waiters(&chunk[i]);
 	}
 }
 
@@ -417,6 +456,9 @@ void xf__fds_reset(void)
 			chunk[i].registered = false;
 			chunk[i].drained = 0;
 			chunk[i].seq++;
+			chunk[i].waiters = NULL; /* a forked child's: the parent's fibers */
 		}
 	}
+	nowhere.waiters = NULL;
+	atomic_store_explicit(&xf__io_waiters, 0, memory_order_relaxed);
 }

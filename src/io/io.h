@@ -126,6 +126,10 @@ int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns,
  * the poll() that found none ready (xf__fds_gen).  0 (look again with
  * poll()), ETIMEDOUT, ECANCELED. */
 int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t deadline_ns);
+/* Reports descriptors that xf_close is closing as poll() reports closed
+ * ones (POLLNVAL), though their numbers are open until the close ends:
+ * how many more now have revents. */
+int xf__fds_closing(struct pollfd *fds, nfds_t n);
 /* Fills w[i].gen for xf__fds_wait: 0, or ENOMEM (no entry could be made). */
 int xf__fds_gen(const struct pollfd *fds, nfds_t n, struct xf__io_waiter *w);
 

@@ -426,6 +426,14 @@ int xf_connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 /* --- poll --- */
 
+/* A look that does not wait, with descriptors being closed reported so. */
+static int poll_now(struct pollfd *fds, nfds_t n)
+{
+	int r = xf__poll_now(fds, n);
+
+	return r < 0 ? r : r + xf__fds_closing(fds, n);
+}
+
 int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	struct xf_fiber *self = xf__self();
@@ -441,7 +449,7 @@ int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		int err;
 
 		if (timeout_ms == 0)
-			return xf__poll_now(fds, n);
+			return poll_now(fds, n);
 		/* One waiter per descriptor (fd.c's single-descriptor wait,
 		 * generalised), each with its entry's events counted before the
 		 * poll() that may find none ready. */
@@ -452,7 +460,7 @@ int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 			xf__errno_set(err);
 			return -1;
 		}
-		r = xf__poll_now(fds, n);
+		r = poll_now(fds, n);
 		if (r != 0 || (deadline && xf__now_ns() >= deadline)) {
 			free(w);
 			return r;

@@ -206,6 +206,7 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 		return err;
 	}
 	f->magic = XF_FIBER_MAGIC;
+	f->fork_gen = xf__rt.fork_gen;
 	f->id = atomic_fetch_add_explicit(&xf__rt.next_id, 1, memory_order_relaxed);
 	f->fn = fn;
 	f->arg = arg;

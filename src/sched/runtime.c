@@ -305,6 +305,9 @@ static void fork_child(void)
 	}
 	xf__poller_fork_child();
 	f = w->current;
+	/* Every other fiber stays the parent's: nothing here wakes one. */
+	xf__rt.fork_gen++;
+	f->fork_gen = xf__rt.fork_gen;
 	xf__rt.workers = w;
 	xf__rt.nr_workers = 1;
 	xf__rt.pid = getpid();

@@ -146,6 +146,9 @@ struct xf_fiber {
 	/* Sanitizer bookkeeping for stack switches. */
 	void *asan_fake_stack;
 	void *tsan_fiber;
+	/* xf__rt.fork_gen when it was made: in a forked child, the parent's
+	 * other fibers are gone, and nothing may wake them (xf__wait_claim). */
+	uint32_t fork_gen;
 };
 
 /* Whether a fiber runs, and if not, where its switch frame resumes
@@ -263,6 +266,7 @@ struct xf__runtime {
 	bool preempt_enabled;  /* the ticker runs */
 	bool misuse_returns;   /* a misuse returns its error rather than aborting */
 	uint64_t base_sigmask; /* the workers' signal mask (first 64 signals) */
+	uint32_t fork_gen;     /* forks from a fiber so far (runtime.c's fork_child) */
 	pid_t pid;	       /* getpid() at xf_init: who the ticker's signals come from */
 	void *workers_alloc;   /* what `workers` points into (after a fork, not its start) */
 	bool ticker_pending;   /* a forked child starts its ticker at its first spawn */
@@ -444,6 +448,11 @@ static inline bool xf__wait_claim(struct xf_fiber *f, int state)
 {
 	int expected = XF_WAIT_WAITING;
 
+	/* A fiber of the parent, waiting where the forking fiber can reach it
+	 * (a semaphore, a descriptor): it does not exist here, like the
+	 * parent's other threads - skipped, as if its timer had claimed it. */
+	if (unlikely(f->fork_gen != xf__rt.fork_gen))
+		return false;
 	return atomic_compare_exchange_strong_explicit(&f->wait_state, &expected, state,
 						       memory_order_acq_rel, memory_order_acquire);
 }

@@ -45,7 +45,13 @@ void xf__waitq_remove(xf__waitq *q, struct xf_fiber *f)
  * (EBUSY) instead of freeing what that fiber is about to lock. */
 struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state)
 {
-	for (struct xf_fiber *f = q->head; f; f = f->wait_next) {
+	for (struct xf_fiber *f = q->head, *next; f; f = next) {
+		next = f->wait_next;
+		if (unlikely(f->fork_gen != xf__rt.fork_gen)) {
+			/* The parent's, in a forked child: gone (xf__wait_claim). */
+			xf__waitq_remove(q, f);
+			continue;
+		}
 		if (!f->wait_timed) {
 			XF_WARN_ON(atomic_load_explicit(&f->wait_state, memory_order_relaxed) !=
 				   XF_WAIT_WAITING);

@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -579,9 +580,14 @@ static atomic_int ebadf;
 
 static void *close_waiter(void *arg)
 {
+	struct pollfd p = {.fd = cfd[0], .events = POLLIN};
 	char c;
 
-	if (arg) {
+	if (arg == (void *)2) {
+		/* poll() of a fiber reports the close as of a closed fd. */
+		if (poll(&p, 1, -1) != 1 || p.revents != POLLNVAL)
+			xf_test_fail("a poll waiter saw revents %#x, not POLLNVAL", p.revents);
+	} else if (arg) {
 		CHECK_ERR(xf_fd_wait(cfd[0], POLLIN, 0), EBADF);
 	} else {
 		ssize_t r = xf_read(cfd[0], &c, 1);
@@ -600,18 +606,20 @@ static void *close_waiter(void *arg)
 
 static void test_close(void)
 {
-	void *args[6] = {NULL, NULL, NULL, NULL, NULL, (void *)1};
-	xf_fiber *f[6];
+	/* Readers, an xf_fd_wait and two polls: the polls wait beside the
+	 * readers, which keep the number open while the close waits for them. */
+	void *args[8] = {NULL, NULL, NULL, NULL, NULL, (void *)1, (void *)2, (void *)2};
+	xf_fiber *f[8];
 
 	start(0);
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, cfd) == 0);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 8; i++)
 		CHECK_ERR(xf_spawn(&f[i], close_waiter, args[i], NULL), 0);
 	xf_sleep_ns(5000000);
 	CHECK(xf_close(cfd[0]) == 0);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 8; i++)
 		CHECK_ERR(xf_join(f[i], NULL), 0);
-	CHECK(atomic_load(&ebadf) == 6);
+	CHECK(atomic_load(&ebadf) == 8);
 	CHECK(fcntl(cfd[0], F_GETFD) == -1 && errno == EBADF);
 	{
 		ssize_t r = xf_read(cfd[0], args, 1);
@@ -622,7 +630,7 @@ static void test_close(void)
 	}
 	close(cfd[1]);
 	CHECK_ERR(xf_shutdown(), 0);
-	printf("close: 6 waiters woke with EBADF\n");
+	printf("close: 6 waiters woke with EBADF, 2 polls with POLLNVAL\n");
 }
 
 /* --- race --- */
@@ -819,9 +827,18 @@ static void *parked_reader(void *arg)
 	return NULL;
 }
 
+/* Waits in a poll with no descriptor to wait on, for ever. */
+static void *polls_nothing(void *arg)
+{
+	struct pollfd none = {.fd = -1};
+
+	*(int *)arg = xf_poll(&none, 1, -1) == -1 ? errno : 0;
+	return NULL;
+}
+
 static void test_errors(void)
 {
-	int p[2], results[40], eagain = 0, shutdown_err = -1;
+	int p[2], results[40], eagain = 0, shutdown_err = -1, nothing_err = -1;
 	xf_fiber *f[40], *r;
 	char c;
 	xf_attr detached = XF_ATTR_INIT;
@@ -863,11 +880,13 @@ static void test_errors(void)
 	CHECK(pipe(gate) == 0);
 	detached.detached = true;
 	CHECK_ERR(xf_spawn(&r, parked_reader, &shutdown_err, &detached), 0);
+	CHECK_ERR(xf_spawn(&r, polls_nothing, &nothing_err, &detached), 0);
 	xf_sleep_ns(5000000);
 	CHECK_ERR(xf_shutdown(), 0);
 	CHECK(shutdown_err == ECANCELED);
+	CHECK(nothing_err == ECANCELED);
 	printf("errors: EBADF, EOF, EPIPE, EINVAL, %d jobs refused by a full pool, ECANCELED "
-	       "at shutdown\n",
+	       "at shutdown, also for a poll of no descriptor\n",
 	       eagain);
 }
 

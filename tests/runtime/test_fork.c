@@ -12,6 +12,10 @@
  *           program, as after a plain fork
  *   thread  a plain thread forks while the runtime runs: the child has no
  *           runtime, and starts one of its own
+ *   ghosts  the parent's fibers wait on a semaphore and on a socket when a
+ *           fiber forks; in the child the forking fiber posts the semaphore,
+ *           writes to the socket and waits on it: the post stays for it,
+ *           and none of the parent's fibers runs in the child
  * The parent's fibers go on meanwhile, and its runtime shuts down after.
  */
 #define _GNU_SOURCE
@@ -19,6 +23,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -163,6 +168,60 @@ static void *plain_thread(void *arg)
 	return NULL;
 }
 
+static xf_sem ghost_sem;
+static int ghost_sv[2];
+static pid_t parent_pid;
+
+/* In the parent: waits on the semaphore or the socket.  In a child it must
+ * never run. */
+static void *ghost(void *arg)
+{
+	char c;
+
+	if (arg)
+		(void)xf_read(ghost_sv[0], &c, 1);
+	else
+		(void)xf_sem_wait(&ghost_sem);
+	if (getpid() != parent_pid) {
+		fprintf(stderr, "a fiber of the parent ran in the child\n");
+		_exit(3);
+	}
+	return NULL;
+}
+
+static void test_ghosts(void)
+{
+	xf_fiber *g[2];
+	pid_t pid;
+	char c;
+
+	parent_pid = getpid();
+	CHECK_ERR(xf_sem_init(&ghost_sem, 0), 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, ghost_sv) == 0);
+	CHECK_ERR(xf_spawn(&g[0], ghost, NULL, NULL), 0);
+	CHECK_ERR(xf_spawn(&g[1], ghost, (void *)1, NULL), 0);
+	xf_sleep_ns(20000000); /* both wait */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		/* The post is for this fiber alone; the byte may go to the
+		 * parent's reader (the socket is shared), but while this fiber
+		 * waits on the socket too, the parent's must not run here. */
+		CHECK_ERR(xf_sem_post(&ghost_sem), 0);
+		CHECK(xf_write(ghost_sv[1], "c", 1) == 1);
+		CHECK_ERR(xf_fd_set_timeout(ghost_sv[0], 100000000, 0), 0);
+		if (xf_read(ghost_sv[0], &c, 1) != 1 && errno != ETIMEDOUT)
+			_exit(4);
+		xf_sleep_ns(20000000); /* time for a ghost to run, if one could */
+		_exit(xf_sem_trywait(&ghost_sem) == 0 ? 0 : 5);
+	}
+	expect_child(pid, 0);
+	CHECK_ERR(xf_sem_post(&ghost_sem), 0);
+	CHECK(xf_write(ghost_sv[1], "p", 1) == 1);
+	for (int i = 0; i < 2; i++)
+		CHECK_ERR(xf_join(g[i], NULL), 0);
+}
+
 int main(int argc, char **argv)
 {
 	xf_fiber *bg[4], *f;
@@ -175,7 +234,9 @@ int main(int argc, char **argv)
 	CHECK_ERR(xf_spawn(&bg[2], sleeper, NULL, NULL), 0);
 	CHECK_ERR(xf_spawn(&bg[3], holder, NULL, NULL), 0);
 	xf_sleep_ns(2000000); /* all of them under way */
-	if (!strcmp(how, "first")) {
+	if (!strcmp(how, "ghosts")) {
+		test_ghosts();
+	} else if (!strcmp(how, "first")) {
 		forker("fiber");
 	} else if (!strcmp(how, "thread")) {
 		pthread_t t;
