@@ -11,7 +11,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "io/io.h"
@@ -85,8 +87,11 @@ enum xf__fd_kind xf__fd_kind(struct xf__fd *e, int fd)
 		return kind;
 	if (fstat(fd, &st))
 		return XF_FD_UNKNOWN;
-	if (S_ISSOCK(st.st_mode))
+	if (S_ISSOCK(st.st_mode)) {
 		kind = XF_FD_SOCKET;
+		e->so_rcvtimeo_ns = xf__so_timeout_ns(fd, SO_RCVTIMEO);
+		e->so_sndtimeo_ns = xf__so_timeout_ns(fd, SO_SNDTIMEO);
+	}
 	else if (S_ISFIFO(st.st_mode))
 		kind = XF_FD_NOWAIT;
 	else if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) || S_ISDIR(st.st_mode))
@@ -95,6 +100,25 @@ enum xf__fd_kind xf__fd_kind(struct xf__fd *e, int fd)
 		kind = XF_FD_POLLABLE; /* a tty, an eventfd, a timerfd, ... */
 	__atomic_store_n(&e->kind, kind, __ATOMIC_RELAXED);
 	return kind;
+}
+
+uint64_t xf__so_timeout_ns(int fd, int opt)
+{
+	struct timeval tv = {0};
+	socklen_t len = sizeof(tv);
+
+	if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) || tv.tv_sec < 0)
+		return 0;
+	return (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
+}
+
+uint64_t xf__fd_so_deadline(const struct xf__fd *e, uint32_t events)
+{
+	uint64_t t = (events & EPOLLIN) ? e->so_rcvtimeo_ns : e->so_sndtimeo_ns;
+
+	if (!t)
+		return 0;
+	return t > UINT64_MAX - xf__now_ns() ? 0 : xf__now_ns() + t;
 }
 
 uint64_t xf__fd_deadline(const struct xf__fd *e, uint32_t events)
@@ -415,8 +439,25 @@ void xf__fd_retire(struct xf__fd *e, int fd, bool wait_inflight)
 	}
 	e->kind = XF_FD_UNKNOWN;
 	e->read_timeout_ns = e->write_timeout_ns = 0;
+	e->so_rcvtimeo_ns = e->so_sndtimeo_ns = 0;
 	e->nonblock_ours = false;
 	__atomic_store_n(&e->closing, false, __ATOMIC_RELEASE);
+}
+
+void xf__fds_retire_range(unsigned first, unsigned last)
+{
+	for (unsigned c = first >> XF_FD_CHUNK_SHIFT; c < XF_FD_CHUNKS && c <= last >> XF_FD_CHUNK_SHIFT;
+	     c++) {
+		struct xf__fd *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+
+		for (unsigned i = 0; chunk && i < XF_FD_CHUNK; i++) {
+			unsigned fd = c << XF_FD_CHUNK_SHIFT | i;
+			struct xf__fd *e = &chunk[i];
+
+			if (fd >= first && fd <= last && xf__fd_in_use(e))
+				xf__fd_retire(e, (int)fd, false);
+		}
+	}
 }
 
 /* Wakes every waiter of e as cancelled by xf_shutdown. */

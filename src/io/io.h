@@ -85,6 +85,10 @@ struct xf__fd {
 	struct xf__io_waiter *waiters;
 	_Atomic uint32_t inflight; /* xf_ calls using the number right now */
 	uint64_t read_timeout_ns, write_timeout_ns; /* xf_fd_set_timeout; 0 = none */
+	/* A socket's SO_RCVTIMEO and SO_SNDTIMEO, as the program set them
+	 * (read when the socket is classified, kept by setsockopt): a blocking
+	 * call would fail with EAGAIN after them, and so does the fiber's. */
+	uint64_t so_rcvtimeo_ns, so_sndtimeo_ns;
 };
 
 /* The entry of fd, made on first use; NULL for a negative or huge fd. */
@@ -126,6 +130,16 @@ int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns,
  * the poll() that found none ready (xf__fds_gen).  0 (look again with
  * poll()), ETIMEDOUT, ECANCELED. */
 int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t deadline_ns);
+/* Whether the runtime knows anything of the descriptor that a close must
+ * undo. */
+static inline bool xf__fd_in_use(const struct xf__fd *e)
+{
+	return e && (e->kind != XF_FD_UNKNOWN || e->registered || e->waiters ||
+		     e->read_timeout_ns || e->write_timeout_ns);
+}
+
+/* close_range(first, last): the entries of those descriptors start afresh. */
+void xf__fds_retire_range(unsigned first, unsigned last);
 /* Reports descriptors that xf_close is closing as poll() reports closed
  * ones (POLLNVAL), though their numbers are open until the close ends:
  * how many more now have revents. */
@@ -133,6 +147,11 @@ int xf__fds_closing(struct pollfd *fds, nfds_t n);
 /* Fills w[i].gen for xf__fds_wait: 0, or ENOMEM (no entry could be made). */
 int xf__fds_gen(const struct pollfd *fds, nfds_t n, struct xf__io_waiter *w);
 
+/* The deadline the socket's own SO_RCVTIMEO/SO_SNDTIMEO sets a call on e
+ * that waits for `events`, 0 if none. */
+uint64_t xf__fd_so_deadline(const struct xf__fd *e, uint32_t events);
+/* A socket's SO_RCVTIMEO or SO_SNDTIMEO in nanoseconds (0: none). */
+uint64_t xf__so_timeout_ns(int fd, int opt);
 /* The deadline of an xf_ call on e that waits for `events`: now plus the
  * descriptor's timeout, 0 if none. */
 uint64_t xf__fd_deadline(const struct xf__fd *e, uint32_t events);

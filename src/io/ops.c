@@ -29,10 +29,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -64,7 +67,7 @@ static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool o
 {
 	struct xf__fd *e = xf__fd_get(fd);
 	enum xf__fd_kind kind;
-	uint64_t deadline;
+	uint64_t deadline, so_deadline, wait_deadline;
 	ssize_t r;
 	int err;
 
@@ -79,6 +82,8 @@ static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool o
 		return -1;
 	}
 	deadline = xf__fd_deadline(e, events);
+	so_deadline = xf__fd_so_deadline(e, events);
+	wait_deadline = !deadline || (so_deadline && so_deadline < deadline) ? so_deadline : deadline;
 	for (;;) {
 		uint64_t gen = xf__fd_gen(e); /* before the try: see xf__fd_wait */
 
@@ -89,7 +94,9 @@ static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool o
 			r = attempt(fd, kind, op);
 		if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK) || once)
 			break;
-		err = xf__fd_wait(e, fd, events, deadline, gen);
+		err = xf__fd_wait(e, fd, events, wait_deadline, gen);
+		if (err == ETIMEDOUT && so_deadline && wait_deadline == so_deadline)
+			err = EAGAIN; /* the socket's own timeout, as the blocking call says */
 		if (err) {
 			xf__errno_set(err);
 			r = -1;
@@ -191,38 +198,40 @@ static size_t iov_total(const struct iovec *iov, int n)
 	return t;
 }
 
-/* Whether writes to fd are to be written in full, as a blocking write is. */
-static bool writes_in_full(int fd)
+/* Whether a call on fd that moved only part of its bytes goes on for the
+ * rest, as the blocking call does: every write to a stream socket or a
+ * pipe, and a read from a stream socket with MSG_WAITALL. */
+static bool goes_on(int fd, int flags, bool write)
 {
 	struct xf__fd *e = xf__fd_peek(fd);
 	int type = 0;
 	socklen_t len = sizeof(type);
 
-	if (!e || e->kind == XF_FD_NOWAIT)
-		return e != NULL;
+	if (!e || (!write && !(flags & MSG_WAITALL)))
+		return false;
+	if (e->kind == XF_FD_NOWAIT)
+		return write;
 	if (e->kind != XF_FD_SOCKET)
 		return false;
 	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
 }
 
-static ssize_t rw(int fd, const struct iovec *iov, int iovcnt, int flags, bool write)
+/* After a first call moved r of the iovec's bytes: the rest, until all of
+ * them, the end of the stream or an error (which then only shortens the
+ * count, as a blocking call reports it).  Returns the bytes moved. */
+static ssize_t the_rest(int fd, const struct iovec *iov, int iovcnt, int flags, bool write,
+			ssize_t r)
 {
-	struct rw_op op = {.iov = iov, .iovcnt = iovcnt, .flags = flags, .write = write};
-	const bool once = flags & MSG_DONTWAIT;
+	struct rw_op op = {.iovcnt = iovcnt, .flags = flags & ~MSG_WAITALL, .write = write};
+	size_t total = iov_total(iov, iovcnt), done;
 	struct iovec *rest;
-	size_t total, done;
-	ssize_t r;
 
-	r = run(fd, write ? EPOLLOUT : EPOLLIN, rw_attempt, &op, once);
-	if (!write || r < 0 || once || (size_t)r == (total = iov_total(iov, iovcnt)) ||
-	    !writes_in_full(fd))
+	if (r <= 0 || (size_t)r == total || (flags & MSG_DONTWAIT) || !goes_on(fd, flags, write))
 		return r;
-	/* The rest of a partial write, as a blocking write would do it. */
 	rest = malloc((size_t)iovcnt * sizeof(*rest));
 	if (!rest)
 		return r;
 	memcpy(rest, iov, (size_t)iovcnt * sizeof(*rest));
-	op.iov = rest;
 	for (done = (size_t)r; done < total; done += (size_t)r) {
 		size_t skip = (size_t)r;
 
@@ -233,12 +242,20 @@ static ssize_t rw(int fd, const struct iovec *iov, int iovcnt, int flags, bool w
 		op.iov = rest + (iovcnt - op.iovcnt);
 		rest[iovcnt - op.iovcnt].iov_base = (char *)rest[iovcnt - op.iovcnt].iov_base + skip;
 		rest[iovcnt - op.iovcnt].iov_len -= skip;
-		r = run(fd, EPOLLOUT, rw_attempt, &op, false);
+		r = run(fd, write ? EPOLLOUT : EPOLLIN, rw_attempt, &op, false);
 		if (r <= 0)
 			break;
 	}
 	free(rest);
 	return (ssize_t)done;
+}
+
+static ssize_t rw(int fd, const struct iovec *iov, int iovcnt, int flags, bool write)
+{
+	struct rw_op op = {.iov = iov, .iovcnt = iovcnt, .flags = flags, .write = write};
+
+	return the_rest(fd, iov, iovcnt, flags, write,
+			run(fd, write ? EPOLLOUT : EPOLLIN, rw_attempt, &op, flags & MSG_DONTWAIT));
 }
 
 ssize_t xf_read(int fd, void *buf, size_t n)
@@ -302,7 +319,8 @@ ssize_t xf_recvmsg(int fd, struct msghdr *msg, int flags)
 
 	if (!as_fiber())
 		return recvmsg(fd, msg, flags);
-	return run(fd, EPOLLIN, msg_attempt, &op, flags & MSG_DONTWAIT);
+	return the_rest(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, false,
+			run(fd, EPOLLIN, msg_attempt, &op, flags & MSG_DONTWAIT));
 }
 
 ssize_t xf_sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -311,7 +329,8 @@ ssize_t xf_sendmsg(int fd, const struct msghdr *msg, int flags)
 
 	if (!as_fiber())
 		return sendmsg(fd, msg, flags);
-	return run(fd, EPOLLOUT, msg_attempt, &op, flags & MSG_DONTWAIT);
+	return the_rest(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, true,
+			run(fd, EPOLLOUT, msg_attempt, &op, flags & MSG_DONTWAIT));
 }
 
 ssize_t xf_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
@@ -395,6 +414,38 @@ static ssize_t connected_attempt(int fd, enum xf__fd_kind kind, void *arg)
 	return getsockopt(fd, SOL_SOCKET, SO_ERROR, soerr, &len);
 }
 
+/* A Unix socket whose listener's queue is full: a blocking connect waits
+ * for room, a non-blocking one fails with EAGAIN, and nothing tells the
+ * connecting socket when room comes.  So the fiber tries again, sleeping
+ * 50 us, then twice as long each time up to 10 ms, until the descriptor's
+ * write timeout (xf_fd_set_timeout: ETIMEDOUT; SO_SNDTIMEO: EAGAIN, as
+ * the blocking call). */
+static int unix_connect_retry(int fd, const struct sockaddr *addr, socklen_t len, int *err)
+{
+	struct xf__fd *e = xf__fd_get(fd);
+	uint64_t deadline = e ? xf__fd_deadline(e, EPOLLOUT) : 0, sleep_ns = 50000;
+	uint64_t so_deadline = 0;
+	int r = -1;
+
+	if (e && xf__fd_kind(e, fd) == XF_FD_SOCKET)
+		so_deadline = xf__fd_so_deadline(e, EPOLLOUT);
+	while (*err == EAGAIN) {
+		uint64_t now = xf__now_ns();
+
+		if (so_deadline && now >= so_deadline)
+			break; /* EAGAIN, as the blocking call */
+		if (deadline && now >= deadline) {
+			*err = ETIMEDOUT;
+			break;
+		}
+		xf_sleep_ns(sleep_ns);
+		sleep_ns = sleep_ns * 2 > 10000000 ? 10000000 : sleep_ns * 2;
+		r = connect(fd, addr, len);
+		*err = r < 0 ? xf__errno_get() : 0;
+	}
+	return r;
+}
+
 int xf_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	int fl, r, soerr = 0, err;
@@ -411,6 +462,8 @@ int xf_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return -1;
 	r = connect(fd, addr, len);
 	err = xf__errno_get();
+	if (r < 0 && err == EAGAIN && addr && addr->sa_family == AF_UNIX)
+		r = unix_connect_retry(fd, addr, len, &err);
 	if (r < 0 && err == EINPROGRESS) {
 		r = (int)run(fd, EPOLLOUT, connected_attempt, &soerr, false);
 		err = xf__errno_get();
@@ -426,48 +479,52 @@ int xf_connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 /* --- poll --- */
 
-/* A look that does not wait, with descriptors being closed reported so. */
-static int poll_now(struct pollfd *fds, nfds_t n)
+/* A look that does not wait.  Descriptors being closed, and those the
+ * call could not take (held[i] NULL: closing when it began, their number
+ * perhaps reused since), are reported as closed ones (POLLNVAL). */
+static int poll_now(struct pollfd *fds, nfds_t n, struct xf__fd **held)
 {
 	int r = xf__poll_now(fds, n);
 
-	return r < 0 ? r : r + xf__fds_closing(fds, n);
+	if (r < 0)
+		return r;
+	for (nfds_t i = 0; i < n; i++) {
+		if (fds[i].fd < 0 || held[i])
+			continue;
+		r += !fds[i].revents;
+		fds[i].revents = POLLNVAL;
+	}
+	return r + xf__fds_closing(fds, n);
 }
 
-int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
-{
-	struct xf_fiber *self = xf__self();
-	uint64_t deadline = 0;
-	int r;
+/* A descriptor the table has no entry for. */
+static struct xf__fd untracked;
 
-	if (!as_fiber())
-		return poll(fds, n, timeout_ms); /* interposed: the plain call, here */
+/* The poll proper: held[] has each descriptor's entry, taken. */
+static int poll_held(struct pollfd *fds, nfds_t n, int timeout_ms, struct xf__fd **held,
+		     struct xf__io_waiter *w)
+{
+	uint64_t deadline = 0;
+	int r, err;
+
+	if (timeout_ms == 0)
+		return poll_now(fds, n, held);
 	if (timeout_ms > 0)
 		deadline = xf__now_ns() + (uint64_t)timeout_ms * 1000000u;
 	for (;;) {
-		struct xf__io_waiter *w;
-		int err;
-
-		if (timeout_ms == 0)
-			return poll_now(fds, n);
 		/* One waiter per descriptor (fd.c's single-descriptor wait,
 		 * generalised), each with its entry's events counted before the
 		 * poll() that may find none ready. */
-		w = calloc(n ? n : 1, sizeof(*w));
-		err = w ? xf__fds_gen(fds, n, w) : ENOMEM;
+		memset(w, 0, (n ? n : 1) * sizeof(*w));
+		err = xf__fds_gen(fds, n, w);
 		if (err) {
-			free(w);
 			xf__errno_set(err);
 			return -1;
 		}
-		r = poll_now(fds, n);
-		if (r != 0 || (deadline && xf__now_ns() >= deadline)) {
-			free(w);
+		r = poll_now(fds, n, held);
+		if (r != 0 || (deadline && xf__now_ns() >= deadline))
 			return r;
-		}
 		err = xf__fds_wait(fds, n, w, deadline);
-		free(w);
-		(void)self;
 		if (err == ETIMEDOUT)
 			return 0;
 		if (err) {
@@ -475,6 +532,42 @@ int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 			return -1;
 		}
 	}
+}
+
+/* A fiber's poll holds each of its descriptors as the other calls hold
+ * theirs (xf__fd_enter), so that xf_close waits for it to leave before the
+ * number can be reused under it. */
+int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct xf__io_waiter *w;
+	struct xf__fd **held;
+	int r;
+
+	if (!as_fiber())
+		return poll(fds, n, timeout_ms); /* interposed: the plain call, here */
+	w = calloc(n ? n : 1, sizeof(*w));
+	held = calloc(n ? n : 1, sizeof(*held));
+	if (!w || !held) {
+		free(w);
+		free(held);
+		xf__errno_set(ENOMEM);
+		return -1;
+	}
+	for (nfds_t i = 0; i < n; i++) {
+		struct xf__fd *e = fds[i].fd >= 0 ? xf__fd_get(fds[i].fd) : NULL;
+
+		if (!e)
+			held[i] = &untracked; /* beyond the table, or no memory: poll() alone */
+		else if (!xf__fd_enter(e))
+			held[i] = e;
+	}
+	r = poll_held(fds, n, timeout_ms, held, w);
+	for (nfds_t i = 0; i < n; i++)
+		if (held[i] && held[i] != &untracked)
+			xf__fd_leave(held[i]);
+	free(w);
+	free(held);
+	return r;
 }
 
 /* --- timeouts, waits for others' descriptors, close --- */
@@ -532,20 +625,13 @@ int xf_fd_wait(int fd, short events, uint64_t timeout_ns)
 	return err;
 }
 
-/* Whether the runtime knows anything of fd that a close must undo. */
-static bool in_use(const struct xf__fd *e)
-{
-	return e && (e->kind != XF_FD_UNKNOWN || e->registered || e->waiters ||
-		     e->read_timeout_ns || e->write_timeout_ns);
-}
-
 XF_INTERPOSE(int, close, (int fd));
 
 int xf_close(int fd)
 {
 	struct xf__fd *e = xf__fd_peek(fd);
 
-	if (in_use(e))
+	if (xf__fd_in_use(e))
 		xf__fd_retire(e, fd, as_fiber());
 	return XF_REAL(close)(fd);
 }
@@ -559,7 +645,7 @@ XF_INTERPOSE(int, close, (int fd))
 {
 	struct xf__fd *e = xf__fd_peek(fd);
 
-	if (in_use(e))
+	if (xf__fd_in_use(e))
 		xf__fd_retire(e, fd, false);
 	return XF_REAL(close)(fd);
 }
@@ -568,7 +654,7 @@ XF_INTERPOSE(int, dup2, (int old, int fd))
 {
 	struct xf__fd *e = old != fd ? xf__fd_peek(fd) : NULL;
 
-	if (in_use(e))
+	if (xf__fd_in_use(e))
 		xf__fd_retire(e, fd, false);
 	return XF_REAL(dup2)(old, fd);
 }
@@ -577,9 +663,138 @@ XF_INTERPOSE(int, dup3, (int old, int fd, int flags))
 {
 	struct xf__fd *e = old != fd ? xf__fd_peek(fd) : NULL;
 
-	if (in_use(e))
+	if (xf__fd_in_use(e))
 		xf__fd_retire(e, fd, false);
 	return XF_REAL(dup3)(old, fd, flags);
+}
+
+/* A descriptor ended behind the runtime's back - by fclose(), whose close
+ * glibc makes inside itself, or by a raw system call - leaves its entry
+ * as it was, registered, with waiters perhaps.  The number comes back from
+ * the next call that makes a descriptor: these calls start its entry
+ * afresh (the old waiters wake with EBADF), so that the new descriptor is
+ * registered anew instead of waiting for events that never come. */
+static int fresh(int fd)
+{
+	struct xf__fd *e = fd >= 0 ? xf__fd_peek(fd) : NULL;
+
+	if (xf__fd_in_use(e))
+		xf__fd_retire(e, fd, false);
+	return fd;
+}
+
+static int fresh_pair(int r, int fd[2])
+{
+	if (r == 0) {
+		fresh(fd[0]);
+		fresh(fd[1]);
+	}
+	return r;
+}
+
+XF_INTERPOSE(int, socket, (int domain, int type, int protocol))
+{
+	return fresh(XF_REAL(socket)(domain, type, protocol));
+}
+
+XF_INTERPOSE(int, socketpair, (int domain, int type, int protocol, int fd[2]))
+{
+	return fresh_pair(XF_REAL(socketpair)(domain, type, protocol, fd), fd);
+}
+
+XF_INTERPOSE(int, accept, (int fd, struct sockaddr *addr, socklen_t *len))
+{
+	return fresh(XF_REAL(accept)(fd, addr, len));
+}
+
+XF_INTERPOSE(int, accept4, (int fd, struct sockaddr *addr, socklen_t *len, int flags))
+{
+	return fresh(XF_REAL(accept4)(fd, addr, len, flags));
+}
+
+XF_INTERPOSE(int, pipe, (int fd[2]))
+{
+	return fresh_pair(XF_REAL(pipe)(fd), fd);
+}
+
+XF_INTERPOSE(int, pipe2, (int fd[2], int flags))
+{
+	return fresh_pair(XF_REAL(pipe2)(fd, flags), fd);
+}
+
+XF_INTERPOSE(int, dup, (int fd))
+{
+	return fresh(XF_REAL(dup)(fd));
+}
+
+XF_INTERPOSE(int, eventfd, (unsigned value, int flags))
+{
+	return fresh(XF_REAL(eventfd)(value, flags));
+}
+
+/* open's mode is there only with O_CREAT or O_TMPFILE; passing it always
+ * is what glibc's own wrapper does. */
+#define OPEN_MODE(flags, mode)                                                                     	do {                                                                                       		va_list ap_;                                                                       		va_start(ap_, flags);                                                              		mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap_, mode_t) : 0;                  		va_end(ap_);                                                                       	} while (0)
+
+XF_INTERPOSE(int, open, (const char *path, int flags, ...))
+{
+	mode_t mode;
+
+	OPEN_MODE(flags, mode);
+	return fresh(XF_REAL(open)(path, flags, mode));
+}
+
+XF_INTERPOSE(int, open64, (const char *path, int flags, ...))
+{
+	mode_t mode;
+
+	OPEN_MODE(flags, mode);
+	return fresh(XF_REAL(open64)(path, flags, mode));
+}
+
+XF_INTERPOSE(int, openat, (int dir, const char *path, int flags, ...))
+{
+	mode_t mode;
+
+	OPEN_MODE(flags, mode);
+	return fresh(XF_REAL(openat)(dir, path, flags, mode));
+}
+
+XF_INTERPOSE(int, openat64, (int dir, const char *path, int flags, ...))
+{
+	mode_t mode;
+
+	OPEN_MODE(flags, mode);
+	return fresh(XF_REAL(openat64)(dir, path, flags, mode));
+}
+
+/* close_range() ends every descriptor from first to last (unless it only
+ * marks them close-on-exec): the runtime's entries among them go first. */
+XF_INTERPOSE(int, close_range, (unsigned first, unsigned last, int flags))
+{
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		xf__fds_retire_range(first, last);
+	return XF_REAL(close_range)(first, last, flags);
+}
+
+/* A socket's own timeouts, as the program sets them, bound the fibers'
+ * waits as they bound the blocking calls (EAGAIN). */
+XF_INTERPOSE(int, setsockopt,
+	     (int fd, int level, int opt, const void *value, socklen_t len))
+{
+	int r = XF_REAL(setsockopt)(fd, level, opt, value, len);
+	struct xf__fd *e;
+
+	if (r == 0 && level == SOL_SOCKET && (opt == SO_RCVTIMEO || opt == SO_SNDTIMEO) &&
+	    (e = xf__fd_peek(fd)) && e->kind == XF_FD_SOCKET) {
+		uint64_t ns = xf__so_timeout_ns(fd, opt);
+
+		if (opt == SO_RCVTIMEO)
+			e->so_rcvtimeo_ns = ns;
+		else
+			e->so_sndtimeo_ns = ns;
+	}
+	return r;
 }
 
 void xf__io_interpose_resolve(void)
@@ -587,4 +802,18 @@ void xf__io_interpose_resolve(void)
 	(void)XF_REAL(close);
 	(void)XF_REAL(dup2);
 	(void)XF_REAL(dup3);
+	(void)XF_REAL(socket);
+	(void)XF_REAL(socketpair);
+	(void)XF_REAL(accept);
+	(void)XF_REAL(accept4);
+	(void)XF_REAL(pipe);
+	(void)XF_REAL(pipe2);
+	(void)XF_REAL(dup);
+	(void)XF_REAL(eventfd);
+	(void)XF_REAL(open);
+	(void)XF_REAL(open64);
+	(void)XF_REAL(openat);
+	(void)XF_REAL(openat64);
+	(void)XF_REAL(close_range);
+	(void)XF_REAL(setsockopt);
 }

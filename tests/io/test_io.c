@@ -24,6 +24,13 @@
  *   errors     a bad fd, a closed fd, EPIPE, a full blocking pool, and a
  *              fiber waiting on I/O when xf_shutdown is called (ECANCELED)
  *   file       xf_open, xf_pwrite, xf_fsync, xf_pread, xf_read of a file
+ *   posix      what the blocking calls do that non-blocking ones do not:
+ *              recv with MSG_WAITALL waits for all its bytes; a socket's own
+ *              SO_RCVTIMEO ends a read with EAGAIN; connect to a Unix
+ *              listener whose queue is full waits for room
+ *   behind     descriptors ended behind the runtime's back - fclose() of an
+ *              fdopen()ed socket, close_range() - then their numbers reused
+ *              by new sockets: the new ones are waited on afresh
  *   multi      several fibers reading one UDP socket and one pipe, bursts
  *              from a kernel thread, spinners beside: every burst is read
  *              (an event one reader takes must not leave the others
@@ -914,6 +921,134 @@ static void test_file(void)
 	printf("file: open, pwrite, fsync, pread, read, close\n");
 }
 
+/* --- posix --- */
+
+static int px[2];
+
+static void *px_writer(void *arg)
+{
+	(void)arg;
+	CHECK(xf_write(px[1], "0123456789", 10) == 10);
+	xf_sleep_ns(50 * 1000 * 1000);
+	CHECK(xf_write(px[1], "abcdefghij", 10) == 10);
+	return NULL;
+}
+
+static struct sockaddr_un px_addr;
+
+static void *px_acceptor(void *arg)
+{
+	int l = *(int *)arg;
+
+	/* Lets the queue fill before taking anyone. */
+	xf_sleep_ns(50 * 1000 * 1000);
+	for (int i = 0; i < 4; i++) {
+		int c = xf_accept4(l, NULL, NULL, SOCK_CLOEXEC);
+
+		CHECK(c >= 0);
+		CHECK(xf_close(c) == 0);
+	}
+	return NULL;
+}
+
+static void *px_connector(void *arg)
+{
+	int c = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	(void)arg;
+	CHECK(c >= 0);
+	if (xf_connect(c, (struct sockaddr *)&px_addr, sizeof(px_addr)) != 0)
+		xf_test_fail("a connect to a full Unix listener failed: %s", strerrorname_np(errno));
+	CHECK(xf_close(c) == 0);
+	return NULL;
+}
+
+static void test_posix(void)
+{
+	struct timeval tv = {0, 50 * 1000};
+	char buf[32];
+	xf_fiber *f, *c[4];
+	uint64_t t0;
+	ssize_t r;
+	int l;
+
+	start(0);
+	/* MSG_WAITALL: 10 bytes now, 10 more 50 ms later; one call gets 20. */
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, px) == 0);
+	CHECK_ERR(xf_spawn(&f, px_writer, NULL, NULL), 0);
+	r = xf_recv(px[0], buf, 20, MSG_WAITALL);
+	if (r != 20 || memcmp(buf, "0123456789abcdefghij", 20))
+		xf_test_fail("recv with MSG_WAITALL returned %zd bytes, not all 20", r);
+	CHECK_ERR(xf_join(f, NULL), 0);
+	/* SO_RCVTIMEO: the read fails with EAGAIN after it, as a blocking one. */
+	CHECK(setsockopt(px[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0);
+	t0 = now_ns();
+	r = xf_read(px[0], buf, 1);
+	if (r != -1 || errno != EAGAIN || now_ns() - t0 < 50 * 1000 * 1000)
+		xf_test_fail("a read with SO_RCVTIMEO of 50 ms returned %zd (%s) after %.1f ms", r,
+			     strerrorname_np(errno), (double)(now_ns() - t0) / 1e6);
+	CHECK(xf_close(px[0]) == 0 && xf_close(px[1]) == 0);
+	/* A Unix listener with a queue of 1: four connects wait their turn. */
+	px_addr = (struct sockaddr_un){.sun_family = AF_UNIX};
+	snprintf(px_addr.sun_path + 1, sizeof(px_addr.sun_path) - 1, "xfiber-posix-%d", getpid());
+	l = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK(l >= 0 && bind(l, (struct sockaddr *)&px_addr, sizeof(px_addr)) == 0 && listen(l, 1) == 0);
+	CHECK_ERR(xf_spawn(&f, px_acceptor, &l, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_ERR(xf_spawn(&c[i], px_connector, NULL, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_ERR(xf_join(c[i], NULL), 0);
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK(xf_close(l) == 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("posix: MSG_WAITALL, SO_RCVTIMEO and a full Unix listener as the blocking calls\n");
+}
+
+/* --- behind --- */
+
+/* A socket pair whose [0] a fiber waits on, then ends without the
+ * runtime: how (0 fclose of an fdopen, 1 close_range); then a new pair that
+ * reuses the number must work. */
+static void *bh_reader(void *arg)
+{
+	char c;
+
+	(void)xf_read(*(int *)arg, &c, 1); /* EBADF, or the new socket's byte */
+	return NULL;
+}
+
+static void test_behind(void)
+{
+	for (int how = 0; how < 2; how++) {
+		int old[2], fresh[2];
+		xf_fiber *f;
+		char c;
+
+		start(0);
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, old) == 0);
+		CHECK_ERR(xf_spawn(&f, bh_reader, &old[0], NULL), 0);
+		xf_sleep_ns(5 * 1000 * 1000); /* registered and waiting */
+		if (how == 0) {
+			FILE *file = fdopen(old[0], "r");
+
+			CHECK(file && fclose(file) == 0);
+		} else {
+			CHECK(close_range((unsigned)old[0], (unsigned)old[0], 0) == 0);
+		}
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, fresh) == 0);
+		CHECK(fresh[0] == old[0]);
+		CHECK_ERR(xf_join(f, NULL), 0); /* woke: its descriptor ended */
+		CHECK_ERR(xf_fd_set_timeout(fresh[0], 2000ull * 1000 * 1000, 0), 0);
+		CHECK(write(fresh[1], "n", 1) == 1);
+		if (xf_read(fresh[0], &c, 1) != 1)
+			xf_test_fail("%s: the reused number's new socket was never ready (%s)",
+				     how ? "close_range" : "fclose", strerrorname_np(errno));
+		CHECK(xf_close(fresh[0]) == 0 && xf_close(fresh[1]) == 0 && xf_close(old[1]) == 0);
+		CHECK_ERR(xf_shutdown(), 0);
+	}
+	printf("behind: after fclose and close_range, the reused numbers work\n");
+}
+
 /* --- multi --- */
 
 #define MULTI_READERS 4
@@ -1036,7 +1171,7 @@ int main(int argc, char **argv)
 	    {"udp", test_udp},		 {"unix", test_unix},		  {"many", test_many},
 	    {"busy", test_busy},	 {"timeout", test_timeout},	  {"close", test_close},
 	    {"race", test_race},	 {"blocking", test_blocking},	  {"cross", test_cross},
-	    {"inherited", test_inherited}, {"errors", test_errors},	  {"file", test_file},	  {"multi", test_multi},
+	    {"inherited", test_inherited}, {"errors", test_errors},	  {"file", test_file},	  {"multi", test_multi}, {"posix", test_posix}, {"behind", test_behind},
 	};
 
 	if (argc < 2)
