@@ -97,7 +97,8 @@ static inline __attribute__((always_inline)) void xf__preempt_word_set(uint32_t 
 #define XF_TICK_TAG	 0x7866000000000000ull /* "xf" */
 #define XF_TICK_TAG_MASK 0xffff000000000000ull
 #define XF_TICK_FORCED	 0x0000800000000000ull
-#define XF_TICK_COUNT	 0x00007fffffffffffull
+#define XF_TICK_ANSWER	 0x0000400000000000ull /* answer a steal request, do not switch */
+#define XF_TICK_COUNT	 0x00003fffffffffffull
 
 static inline uint64_t xf__tick_aimed(uint64_t switches)
 {
@@ -157,6 +158,8 @@ int xf__tick_send(pid_t tid, uint64_t value);
  * waits anywhere.  One relaxed load when it does not. */
 extern _Atomic int xf__ticker_sleeping_long;
 void xf__ticker_poke_slow(void);
+/* Wakes the ticker now, however it sleeps: a steal request to answer. */
+void xf__ticker_wake(void);
 
 static inline void xf__ticker_poke(void)
 {

@@ -225,6 +225,7 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	unsigned polls = 0;
 
 	f->preempted = true;
+	xf__runq_fixed_update(w, f);
 	xf__cxx_once_save(w, f);
 	xf__schedule(w, XF_PREV_REQUEUE);
 	w = xf__this_worker();
@@ -255,6 +256,7 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	}
 	xf__cxx_once_restore(w, f);
 	f->preempted = false;
+	xf__runq_fixed_update(w, f);
 }
 
 void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
@@ -263,6 +265,7 @@ void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
 	const uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	struct xf__worker *w = xf__this_worker();
 	struct xf_fiber *f;
+	enum where at;
 	int saved_errno;
 
 	if (!is_tick(si)) {
@@ -278,7 +281,16 @@ void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
 		return;
 	}
 	saved_errno = *w->errno_ptr;
-	switch (where(word, uc, pc, f)) {
+	at = where(word, uc, pc, f);
+	if ((uint64_t)si->si_value.sival_ptr & XF_TICK_ANSWER) {
+		/* Answer a steal request and go on with the fiber; inside the
+		 * runtime or another handler, its next scheduling point will. */
+		if (at != IN_RUNTIME && at != NESTED)
+			xf__runq_poll(w);
+		*w->errno_ptr = saved_errno;
+		return;
+	}
+	switch (at) {
 	case UNSAFE:
 		/* Not inside the runtime, which may be in the middle of the run
 		 * queue, nor inside another handler, which may have interrupted

@@ -1,7 +1,8 @@
 /*
  * ticker.c - the thread that decides when a fiber has run too long.
  *
- * Every half slice it looks at each worker: a worker whose switch count has
+ * Every half slice (at least every XF_TICK_MAX_NS) it looks at each worker:
+ * a worker whose switch count has
  * not moved for a whole slice, that runs a fiber (not its idle loop), and
  * that has something else to run - a queued fiber, an inbox, a steal
  * request, a due timer - gets one preemption signal, aimed: it carries the
@@ -28,8 +29,13 @@
  * 253 ns per round trip against 105 ns).
  *
  * It also balances busy workers, as the kernel's periodic load balancer
- * does: when one worker's queue is longer than another's by two or more, it
- * files a steal request for the shorter one.  The longer one answers at its
+ * does: when one worker's queue is longer than another's by two or more,
+ * and holds fibers that may move (runq.h), it files a steal request for the
+ * shorter one.
+ * A worker asked for work while its fiber's slice goes on gets a tick that
+ * only has it answer (XF_TICK_ANSWER), at once: the thief wakes the ticker
+ * (xf__ticker_wake), so an idle worker is not kept waiting for the slice's
+ * end.  The longer one answers at its
  * next scheduling point - the preemption this tick may send - with half the
  * difference, preempted fibers (frames and all) included.
  *
@@ -50,10 +56,12 @@
 
 #include "io/io.h"
 #include "preempt/preempt.h"
+#include "sched/runq.h"
 #include "sched/sched.h"
 
 #define XF_TICKER_LONG_SLICES 20
 #define XF_TICKER_QUIET_TICKS 4
+#define XF_TICK_MAX_NS	      500000
 
 static struct {
 	pthread_t thread;
@@ -127,7 +135,22 @@ static bool tick(uint64_t now, uint64_t slice_ns)
 		bool blocked = __atomic_load_n(&cur->blocking, __ATOMIC_RELAXED) ==
 			       XF_BLOCKING_AT_WAIT;
 
-		if ((!blocked && now - w->tick_since_ns < slice_ns) || !tid || !wants_cpu(w, now))
+		if (!tid)
+			continue;
+		if (!blocked && now - w->tick_since_ns < slice_ns) {
+			/* Its slice goes on, with fibers that could run elsewhere
+			 * queued behind it: a parked worker is woken to ask for
+			 * them, and a request is answered now, not at the
+			 * slice's end (signal.c: no switch). */
+			if (!xf__runq_movable(w))
+				continue;
+			if (atomic_load_explicit(&w->steal_request, memory_order_relaxed))
+				xf__tick_send(tid, xf__tick_aimed(switches) | XF_TICK_ANSWER);
+			else if (atomic_load_explicit(&xf__rt.nr_parked, memory_order_relaxed))
+				xf__wake_idle_worker(w);
+			continue;
+		}
+		if (!wants_cpu(w, now))
 			continue;
 		xf__tick_send(tid, xf__tick_aimed(switches));
 	}
@@ -149,7 +172,8 @@ static void balance(void)
 		struct xf__worker *w = &xf__rt.workers[i];
 		unsigned n = atomic_load_explicit(&w->nr_queued, memory_order_relaxed);
 
-		if (n > most || !longest) {
+		/* The longest queue that has something to give. */
+		if ((n > most || !longest) && xf__runq_movable(w)) {
 			most = n;
 			longest = w;
 		}
@@ -165,6 +189,10 @@ static void balance(void)
 static void *ticker_main(void *arg)
 {
 	const uint64_t slice_ns = (uint64_t)xf__rt.slice_us * 1000u;
+	/* Every half slice, and at least every XF_TICK_MAX_NS with longer
+	 * slices: readiness, due timers and fibers queued behind a long slice
+	 * are noticed that soon (the default slice ticks that often anyway). */
+	const uint64_t tick_ns = slice_ns / 2 < XF_TICK_MAX_NS ? slice_ns / 2 : XF_TICK_MAX_NS;
 	sigset_t all;
 	unsigned quiet_ticks = 0; /* ticks in a row that found nothing waiting */
 
@@ -176,7 +204,7 @@ static void *ticker_main(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	while (!atomic_load_explicit(&xf__rt.stopping, memory_order_acquire)) {
 		bool sleep_long = quiet_ticks >= XF_TICKER_QUIET_TICKS;
-		uint64_t sleep_ns = sleep_long ? XF_TICKER_LONG_SLICES * slice_ns : slice_ns / 2;
+		uint64_t sleep_ns = sleep_long ? XF_TICKER_LONG_SLICES * slice_ns : tick_ns;
 		struct timespec ts = {(time_t)(sleep_ns / 1000000000u),
 				      (long)(sleep_ns % 1000000000u)};
 		uint32_t seen = atomic_load(&ticker.wake);
@@ -185,7 +213,7 @@ static void *ticker_main(void *arg)
 		 * queued from now on pokes us (xf__ticker_poke). */
 		atomic_store(&xf__ticker_sleeping_long, sleep_long);
 		if (sleep_long && tick(xf__now_ns(), slice_ns))
-			ts = (struct timespec){0, (long)(slice_ns / 2)};
+			ts = (struct timespec){0, (long)tick_ns};
 		syscall(SYS_futex, &ticker.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 		atomic_store(&xf__ticker_sleeping_long, 0);
 		balance();
@@ -212,6 +240,15 @@ void xf__ticker_poke_slow(void)
 {
 	if (!atomic_exchange(&xf__ticker_sleeping_long, 0))
 		return;
+	atomic_fetch_add(&ticker.wake, 1);
+	syscall(SYS_futex, &ticker.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void xf__ticker_wake(void)
+{
+	if (!ticker.started)
+		return;
+	atomic_store(&xf__ticker_sleeping_long, 0);
 	atomic_fetch_add(&ticker.wake, 1);
 	syscall(SYS_futex, &ticker.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }

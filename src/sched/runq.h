@@ -42,6 +42,53 @@ static inline void xf__runq_publish(struct xf__worker *w)
 	atomic_store_explicit(&w->nr_queued, w->runq.len, memory_order_relaxed);
 }
 
+/*
+ * Which fibers may move.  A thief wants to know how many of a worker's
+ * waiting fibers it could be given: not the pinned ones, not those that
+ * hold a lock of the worker's thread (XF_FIBER_F_STAY), not the preempted
+ * ones (their state is in a signal frame on this thread).  The owner keeps
+ * nr_fixed, the ring's members that may not move, the running one
+ * included, and each fiber remembers whether it is counted: entering the
+ * ring counts it, leaving uncounts it, and where a member's fixedness
+ * changes - it is preempted, resumes from a preemption, takes or lets go
+ * of a thread's lock - it is counted again.  A yield changes nothing: it
+ * only swaps which member runs.  xf__runq_movable() subtracts the running
+ * fiber's share, read racily: a hint, as nr_queued is.
+ */
+static inline bool xf__fiber_fixed(const struct xf_fiber *f)
+{
+	return xf__fiber_stays(f) || f->preempted;
+}
+
+static inline void xf__runq_fixed_set(struct xf__worker *w, struct xf_fiber *f, bool fixed)
+{
+	if (fixed == f->counted_fixed)
+		return;
+	f->counted_fixed = fixed;
+	atomic_store_explicit(&w->nr_fixed,
+			      atomic_load_explicit(&w->nr_fixed, memory_order_relaxed) +
+				  (fixed ? 1u : -1u),
+			      memory_order_relaxed);
+}
+
+/* A member of w's ring whose fixedness may have changed. */
+static inline void xf__runq_fixed_update(struct xf__worker *w, struct xf_fiber *f)
+{
+	xf__runq_fixed_set(w, f, xf__fiber_fixed(f));
+}
+
+/* How many of v's waiting fibers could move to another worker. */
+static inline unsigned xf__runq_movable(struct xf__worker *v)
+{
+	unsigned queued = atomic_load_explicit(&v->nr_queued, memory_order_relaxed);
+	unsigned fixed = atomic_load_explicit(&v->nr_fixed, memory_order_relaxed);
+	struct xf_fiber *cur = __atomic_load_n(&v->current, __ATOMIC_RELAXED);
+
+	if (fixed && cur && __atomic_load_n(&cur->counted_fixed, __ATOMIC_RELAXED))
+		fixed--; /* the running one: not waiting */
+	return queued > fixed ? queued - fixed : 0;
+}
+
 /* Queues f, woken or new, behind everything that waits. */
 static inline void xf__runq_push(struct xf__worker *w, struct xf_fiber *f)
 {
@@ -60,6 +107,8 @@ static inline void xf__runq_push(struct xf__worker *w, struct xf_fiber *f)
 	}
 	q->tail = f;
 	q->len++;
+	f->counted_fixed = false; /* whatever another worker counted */
+	xf__runq_fixed_update(w, f);
 	xf__runq_publish(w);
 }
 
@@ -90,6 +139,7 @@ static inline void xf__runq_remove_running(struct xf__worker *w, struct xf_fiber
 	if (q->tail)
 		q->tail->run_next = q->head;
 	q->running_linked = false;
+	xf__runq_fixed_set(w, f, false);
 }
 
 /* The running fiber f yields: the head runs, and f waits last.  Returns

@@ -322,6 +322,7 @@ static void fork_child(void)
 	w->thread = pthread_self();
 	w->tid = gettid();
 	w->runq = (struct xf__runq){0};
+	atomic_store(&w->nr_fixed, 0);
 	w->sched_ticks = 0;
 	atomic_store(&w->inbox, NULL);
 	atomic_store(&w->steal_request, 0);

@@ -149,6 +149,9 @@ struct xf_fiber {
 	/* xf__rt.fork_gen when it was made: in a forked child, the parent's
 	 * other fibers are gone, and nothing may wake them (xf__wait_claim). */
 	uint32_t fork_gen;
+	/* Counted in its worker's nr_fixed: in the ring and unable to move
+	 * (pinned, staying, or preempted; runq.h). */
+	bool counted_fixed;
 };
 
 /* Whether a fiber runs, and if not, where its switch frame resumes
@@ -216,6 +219,8 @@ struct xf__worker {
 	_Atomic unsigned timers_nr; /* timers in the heap; written under timer_lock */
 	_Atomic int steal_pending;  /* this worker asked someone and awaits the answer */
 	_Atomic unsigned nr_queued; /* runq.len, published for thieves */
+	_Atomic unsigned nr_fixed;  /* fibers in the ring, running one included, that may
+				     * not move (runq.h): thieves count the others */
 	_Atomic uint32_t park_seq;  /* futex word; bumped by every unpark */
 	_Atomic int parked;
 
@@ -533,6 +538,8 @@ _Noreturn void xf__idle_loop(struct xf__worker *w);
 void xf__switch_from_idle(struct xf__worker *w, struct xf_fiber *next);
 void xf__worker_kick(struct xf__worker *w); /* wake it if parked */
 void xf__maybe_wake_idle(struct xf__worker *w);
+/* Kicks one parked worker other than w, if any, to go looking for work. */
+void xf__wake_idle_worker(const struct xf__worker *w);
 /* Asks victim to hand thief half the difference of their queues, at its
  * next scheduling point.  False if either already has a request out. */
 bool xf__steal_request(struct xf__worker *thief, struct xf__worker *victim);

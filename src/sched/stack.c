@@ -69,6 +69,7 @@ static struct {
 	struct stack_list spare; /* an empty buffer for the next `warm` */
 	_Atomic uint64_t next_scavenge_ns;
 	uint64_t made, scavenged; /* for xf_stats */
+	size_t scavenging;	  /* out of the lists while their pages go back */
 	bool handler_installed;
 } stacks = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -329,6 +330,7 @@ void xf__stacks_scavenge(uint64_t now_ns)
 	stacks.aging = stacks.warm;
 	stacks.warm = stacks.spare;
 	stacks.spare = (struct stack_list){0};
+	stacks.scavenging = old.nr;
 	pthread_mutex_unlock(&stacks.lock);
 
 	for (size_t i = 0; i < old.nr; i++)
@@ -336,6 +338,7 @@ void xf__stacks_scavenge(uint64_t now_ns)
 
 	pthread_mutex_lock(&stacks.lock);
 	stacks.scavenged += old.nr;
+	stacks.scavenging = 0;
 	for (size_t i = 0; i < old.nr; i++)
 		if (!list_push(&stacks.cold, &old.v[i]))
 			break; /* leaked until shutdown, pages already given back */
@@ -351,7 +354,7 @@ void xf__stacks_stats(xf_stats *out)
 {
 	pthread_mutex_lock(&stacks.lock);
 	out->stacks_made = stacks.made;
-	out->stacks_pooled_warm = stacks.warm.nr + stacks.aging.nr;
+	out->stacks_pooled_warm = stacks.warm.nr + stacks.aging.nr + stacks.scavenging;
 	out->stacks_scavenged = stacks.scavenged;
 	pthread_mutex_unlock(&stacks.lock);
 }

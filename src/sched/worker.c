@@ -64,14 +64,8 @@ void xf__worker_kick(struct xf__worker *w)
 	}
 }
 
-void xf__maybe_wake_idle(struct xf__worker *w)
+void xf__wake_idle_worker(const struct xf__worker *w)
 {
-	/* Only surplus work - more than this worker will run next - is worth a
-	 * futex wake; a ping-pong hands over one fiber at a time and never
-	 * pays for it.  A spinning worker will find the surplus by itself. */
-	if (w->runq.len < 2 || !atomic_load_explicit(&xf__rt.nr_parked, memory_order_relaxed) ||
-	    atomic_load_explicit(&xf__rt.nr_spinning, memory_order_relaxed))
-		return;
 	for (unsigned i = 1; i < xf__rt.nr_workers; i++) {
 		struct xf__worker *v = &xf__rt.workers[(w->id + i) % xf__rt.nr_workers];
 
@@ -80,6 +74,18 @@ void xf__maybe_wake_idle(struct xf__worker *w)
 			return;
 		}
 	}
+}
+
+void xf__maybe_wake_idle(struct xf__worker *w)
+{
+	/* Only surplus work - more than this worker will run next - is worth a
+	 * futex wake; a ping-pong hands over one fiber at a time and never
+	 * pays for it.  A spinning worker will find the surplus by itself.
+	 * (A fiber queued behind one that keeps its worker: the ticker.) */
+	if (w->runq.len < 2 || !atomic_load_explicit(&xf__rt.nr_parked, memory_order_relaxed) ||
+	    atomic_load_explicit(&xf__rt.nr_spinning, memory_order_relaxed))
+		return;
+	xf__wake_idle_worker(w);
 }
 
 /* Hands half of w's waiting fibers (pinned and preempted ones stay) to the
@@ -109,6 +115,12 @@ static void answer_steal_request(struct xf__worker *w)
 			w->current->run_next = w->current;
 		q->head = q->tail = NULL;
 		q->len = 0;
+		/* Counted afresh: the running fiber, then each one queued again. */
+		atomic_store_explicit(&w->nr_fixed, 0, memory_order_relaxed);
+		if (q->running_linked) {
+			w->current->counted_fixed = false;
+			xf__runq_fixed_update(w, w->current);
+		}
 		for (; waiting; waiting--, f = after) {
 			after = f->run_next;
 			/* Preempted fibers resume on the thread they were
@@ -166,13 +178,18 @@ bool xf__steal_request(struct xf__worker *thief, struct xf__worker *victim)
 		 * idle loop: it must not sleep through the request, or the
 		 * thief could ask nobody else. */
 		xf__worker_kick(victim);
+		/* One busy with a fiber answers at its next scheduling point,
+		 * which may be a whole slice away: the ticker has it answer now
+		 * (ticker.c). */
+		if (xf__runq_movable(victim))
+			xf__ticker_wake();
 		return true;
 	}
 	atomic_store(&thief->steal_pending, 0);
 	return false;
 }
 
-/* Asks the busiest-looking other worker for work. */
+/* Asks the other worker with the most fibers that may move for work. */
 static void request_work(struct xf__worker *w)
 {
 	struct xf__worker *victim = NULL;
@@ -182,7 +199,7 @@ static void request_work(struct xf__worker *w)
 		return;
 	for (unsigned i = 1; i < xf__rt.nr_workers; i++) {
 		struct xf__worker *v = &xf__rt.workers[(w->id + i) % xf__rt.nr_workers];
-		unsigned n = atomic_load_explicit(&v->nr_queued, memory_order_relaxed);
+		unsigned n = xf__runq_movable(v);
 
 		if (n > best) {
 			best = n;

@@ -69,6 +69,7 @@
 
 #include "common/interpose.h"
 #include "preempt/preempt.h"
+#include "sched/runq.h"
 #include "sched/sched.h"
 
 /* glibc's mutex kinds (nptl/pthreadP.h): the type, and the flags that make
@@ -195,6 +196,7 @@ static void own(struct xf_fiber *f, const void *lock)
 	xf__preempt_disable(); /* home and flags together, before any wake-up */
 	f->home = (int)xf__this_worker()->id;
 	f->flags |= XF_FIBER_F_STAY;
+	xf__runq_fixed_update(xf__this_worker(), f);
 	xf__preempt_enable();
 }
 
@@ -204,8 +206,12 @@ static void disown(struct xf_fiber *f, const void *lock)
 		if (f->owned[i] != lock)
 			continue;
 		f->owned[i] = f->owned[--f->owned_nr];
-		if (!f->owned_nr && !(f->flags & XF_FIBER_F_FIRST))
+		if (!f->owned_nr && !(f->flags & XF_FIBER_F_FIRST)) {
+			xf__preempt_disable();
 			f->flags &= ~XF_FIBER_F_STAY;
+			xf__runq_fixed_update(xf__this_worker(), f);
+			xf__preempt_enable();
+		}
 		return;
 	}
 }
