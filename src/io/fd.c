@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/io.h"
@@ -112,22 +113,22 @@ uint64_t xf__so_timeout_ns(int fd, int opt)
 	return (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
 }
 
-uint64_t xf__fd_so_deadline(const struct xf__fd *e, uint32_t events)
+uint64_t xf__fd_so_deadline(const struct xf__fd *e, uint32_t events, uint64_t start_ns)
 {
 	uint64_t t = (events & EPOLLIN) ? e->so_rcvtimeo_ns : e->so_sndtimeo_ns;
 
 	if (!t)
 		return 0;
-	return t > UINT64_MAX - xf__now_ns() ? 0 : xf__now_ns() + t;
+	return t > UINT64_MAX - start_ns ? 0 : start_ns + t;
 }
 
-uint64_t xf__fd_deadline(const struct xf__fd *e, uint32_t events)
+uint64_t xf__fd_deadline(const struct xf__fd *e, uint32_t events, uint64_t start_ns)
 {
 	uint64_t t = (events & EPOLLIN) ? e->read_timeout_ns : e->write_timeout_ns;
 
 	if (!t)
 		return 0;
-	return t > UINT64_MAX - xf__now_ns() ? 0 : xf__now_ns() + t;
+	return t > UINT64_MAX - start_ns ? 0 : start_ns + t;
 }
 
 /* Registers fd with the poller, once per sequence number.  Lock held. */
@@ -160,6 +161,11 @@ static void unlink_waiter(struct xf__fd *e, struct xf__io_waiter *w)
 }
 
 /* Whether a wait may begin: 0 and the time left (0: none), or why not. */
+bool xf__io_cancelled(void)
+{
+	return atomic_load_explicit(&cancelled, memory_order_acquire);
+}
+
 static int wait_allowed(uint64_t deadline_ns, uint64_t *timeout)
 {
 	uint64_t now;
@@ -411,7 +417,30 @@ void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events)
 	xf__wake_list(woken);
 }
 
-void xf__fd_retire(struct xf__fd *e, int fd, bool wait_inflight)
+/* Waits for the calls using e's number to leave: from a fiber by
+ * yielding, from a plain thread by sleeping.  A worker outside a fiber (a
+ * section with preemption disabled, the scheduler) cannot wait for
+ * fibers that may need it, and does not. */
+static void wait_calls_leave(struct xf__fd *e)
+{
+	const bool fiber = xf__self() && !(xf__preempt_word_get() & XF_PREEMPT_NESTING);
+
+	if (!fiber && xf__this_worker())
+		return;
+	for (unsigned i = 0; atomic_load_explicit(&e->inflight, memory_order_acquire); i++) {
+		if (fiber && i < 64) {
+			xf_yield();
+		} else if (fiber) {
+			xf_sleep_ns(10000);
+		} else {
+			struct timespec ts = {0, 10000};
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+void xf__fd_retire(struct xf__fd *e, int fd)
 {
 	struct xf_fiber *woken;
 	uint32_t taken = 0;
@@ -429,17 +458,14 @@ void xf__fd_retire(struct xf__fd *e, int fd, bool wait_inflight)
 	if (registered)
 		xf__poller_del(fd);
 	/* The number stays open until the calls on it have left: the fibers
-	 * just woken, and any in a system call or the blocking pool. */
-	for (unsigned i = 0;
-	     wait_inflight && atomic_load_explicit(&e->inflight, memory_order_acquire); i++) {
-		if (i < 64)
-			xf_yield();
-		else
-			xf_sleep_ns(10000);
-	}
+	 * just woken (a poll among them must see it closing, not a new
+	 * descriptor with its number), and any in a system call or the
+	 * blocking pool. */
+	wait_calls_leave(e);
 	e->kind = XF_FD_UNKNOWN;
 	e->read_timeout_ns = e->write_timeout_ns = 0;
 	e->so_rcvtimeo_ns = e->so_sndtimeo_ns = 0;
+	e->pending_err = 0;
 	e->nonblock_ours = false;
 	__atomic_store_n(&e->closing, false, __ATOMIC_RELEASE);
 }
@@ -455,7 +481,7 @@ void xf__fds_retire_range(unsigned first, unsigned last)
 			struct xf__fd *e = &chunk[i];
 
 			if (fd >= first && fd <= last && xf__fd_in_use(e))
-				xf__fd_retire(e, (int)fd, false);
+				xf__fd_retire(e, (int)fd);
 		}
 	}
 }

@@ -89,6 +89,10 @@ struct xf__fd {
 	 * (read when the socket is classified, kept by setsockopt): a blocking
 	 * call would fail with EAGAIN after them, and so does the fiber's. */
 	uint64_t so_rcvtimeo_ns, so_sndtimeo_ns;
+	/* An error a call that had moved bytes already met (a reset during a
+	 * MSG_WAITALL read): it returned the bytes, and the next call on the
+	 * descriptor gets the error, as from the kernel. */
+	_Atomic int pending_err;
 };
 
 /* The entry of fd, made on first use; NULL for a negative or huge fd. */
@@ -138,6 +142,8 @@ static inline bool xf__fd_in_use(const struct xf__fd *e)
 		     e->read_timeout_ns || e->write_timeout_ns);
 }
 
+/* Whether xf_shutdown has cancelled the fibers' I/O waits (ECANCELED). */
+bool xf__io_cancelled(void);
 /* close_range(first, last): the entries of those descriptors start afresh. */
 void xf__fds_retire_range(unsigned first, unsigned last);
 /* Reports descriptors that xf_close is closing as poll() reports closed
@@ -149,15 +155,17 @@ int xf__fds_gen(const struct pollfd *fds, nfds_t n, struct xf__io_waiter *w);
 
 /* The deadline the socket's own SO_RCVTIMEO/SO_SNDTIMEO sets a call on e
  * that waits for `events`, 0 if none. */
-uint64_t xf__fd_so_deadline(const struct xf__fd *e, uint32_t events);
+uint64_t xf__fd_so_deadline(const struct xf__fd *e, uint32_t events, uint64_t start_ns);
 /* A socket's SO_RCVTIMEO or SO_SNDTIMEO in nanoseconds (0: none). */
 uint64_t xf__so_timeout_ns(int fd, int opt);
-/* The deadline of an xf_ call on e that waits for `events`: now plus the
- * descriptor's timeout, 0 if none. */
-uint64_t xf__fd_deadline(const struct xf__fd *e, uint32_t events);
+/* The deadline of an xf_ call on e begun at start_ns that waits for
+ * `events`: start plus the descriptor's timeout, 0 if none. */
+uint64_t xf__fd_deadline(const struct xf__fd *e, uint32_t events, uint64_t start_ns);
 
-/* Everything xf_close does before the close(2); `wait_inflight` as a fiber. */
-void xf__fd_retire(struct xf__fd *e, int fd, bool wait_inflight);
+/* Everything a close does before the close(2): waiters wake with EBADF, the
+ * registration goes, and the calls on the number leave first (as the
+ * caller can wait: fd.c). */
+void xf__fd_retire(struct xf__fd *e, int fd);
 /* The poller's side: events for the entry registered with sequence seq. */
 void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events);
 /* The runtime stopped: its epoll set is gone, and every registration. */

@@ -62,8 +62,11 @@ static bool ready_now(int fd, uint32_t events)
 	return xf__poll_now(&p, 1) > 0;
 }
 
-/* The loop every call shares: try, wait, try again. */
-static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool once)
+/* The loop every call shares: try, wait, try again.  Deadlines run from
+ * start_ns, the start of the whole call (a MSG_WAITALL read's later
+ * parts included). */
+static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, bool once,
+		      uint64_t start_ns)
 {
 	struct xf__fd *e = xf__fd_get(fd);
 	enum xf__fd_kind kind;
@@ -81,8 +84,14 @@ static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool o
 		xf__errno_set(EBADF);
 		return -1;
 	}
-	deadline = xf__fd_deadline(e, events);
-	so_deadline = xf__fd_so_deadline(e, events);
+	err = atomic_exchange_explicit(&e->pending_err, 0, memory_order_relaxed);
+	if (err) {
+		xf__fd_leave(e);
+		xf__errno_set(err);
+		return -1;
+	}
+	deadline = xf__fd_deadline(e, events, start_ns);
+	so_deadline = xf__fd_so_deadline(e, events, start_ns);
 	wait_deadline = !deadline || (so_deadline && so_deadline < deadline) ? so_deadline : deadline;
 	for (;;) {
 		uint64_t gen = xf__fd_gen(e); /* before the try: see xf__fd_wait */
@@ -108,6 +117,26 @@ static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool o
 	return r;
 }
 
+static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool once)
+{
+	return run_at(fd, events, attempt, op, once, xf__now_ns());
+}
+
+/* A recv with MSG_PEEK and MSG_WAITALL waits, as the blocking call does,
+ * until all n bytes can be seen or the stream ends: a shorter peek is "not
+ * yet" unless the peer has hung up. */
+static ssize_t peek_all(int fd, ssize_t r, size_t n, int flags)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+	if (r <= 0 || (size_t)r >= n || (flags & (MSG_PEEK | MSG_WAITALL)) != (MSG_PEEK | MSG_WAITALL))
+		return r;
+	if (xf__poll_now(&p, 1) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		return r;
+	xf__errno_set(EAGAIN);
+	return -1;
+}
+
 /* --- reads and writes through an iovec --- */
 
 struct rw_op {
@@ -118,6 +147,15 @@ struct rw_op {
 };
 
 static ssize_t file_io(int fd, const struct rw_op *op);
+
+static size_t iov_total(const struct iovec *iov, int n)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
 
 static ssize_t rw_attempt(int fd, enum xf__fd_kind kind, void *arg)
 {
@@ -130,12 +168,14 @@ static ssize_t rw_attempt(int fd, enum xf__fd_kind kind, void *arg)
 
 		/* One buffer: the plain calls, which import no iovec. */
 		if (op->iovcnt == 1)
-			return op->write ? send(fd, op->iov[0].iov_base, op->iov[0].iov_len,
-						op->flags | MSG_DONTWAIT)
-					 : recv(fd, op->iov[0].iov_base, op->iov[0].iov_len,
-						op->flags | MSG_DONTWAIT);
-		return op->write ? sendmsg(fd, &m, op->flags | MSG_DONTWAIT)
-				 : recvmsg(fd, &m, op->flags | MSG_DONTWAIT);
+			r = op->write ? send(fd, op->iov[0].iov_base, op->iov[0].iov_len,
+					     op->flags | MSG_DONTWAIT)
+				      : recv(fd, op->iov[0].iov_base, op->iov[0].iov_len,
+					     op->flags | MSG_DONTWAIT);
+		else
+			r = op->write ? sendmsg(fd, &m, op->flags | MSG_DONTWAIT)
+				      : recvmsg(fd, &m, op->flags | MSG_DONTWAIT);
+		return op->write ? r : peek_all(fd, r, iov_total(op->iov, op->iovcnt), op->flags);
 	}
 	case XF_FD_NOWAIT:
 		r = op->write ? pwritev2(fd, op->iov, op->iovcnt, -1, RWF_NOWAIT)
@@ -189,15 +229,6 @@ static ssize_t file_io(int fd, const struct rw_op *op)
 	return j.result;
 }
 
-static size_t iov_total(const struct iovec *iov, int n)
-{
-	size_t t = 0;
-
-	for (int i = 0; i < n; i++)
-		t += iov[i].iov_len;
-	return t;
-}
-
 /* Whether a call on fd that moved only part of its bytes goes on for the
  * rest, as the blocking call does: every write to a stream socket or a
  * pipe, and a read from a stream socket with MSG_WAITALL. */
@@ -216,35 +247,89 @@ static bool goes_on(int fd, int flags, bool write)
 	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
 }
 
-/* After a first call moved r of the iovec's bytes: the rest, until all of
- * them, the end of the stream or an error (which then only shortens the
- * count, as a blocking call reports it).  Returns the bytes moved. */
-static ssize_t the_rest(int fd, const struct iovec *iov, int iovcnt, int flags, bool write,
-			ssize_t r)
-{
-	struct rw_op op = {.iovcnt = iovcnt, .flags = flags & ~MSG_WAITALL, .write = write};
-	size_t total = iov_total(iov, iovcnt), done;
-	struct iovec *rest;
+/* --- the message calls --- */
 
-	if (r <= 0 || (size_t)r == total || (flags & MSG_DONTWAIT) || !goes_on(fd, flags, write))
+struct msg_op {
+	struct msghdr *msg;
+	int flags;
+	bool write;
+};
+
+static ssize_t msg_attempt(int fd, enum xf__fd_kind kind, void *arg)
+{
+	struct msg_op *op = arg;
+	ssize_t r;
+
+	(void)kind;
+	if (op->write)
+		return sendmsg(fd, op->msg, op->flags | MSG_DONTWAIT);
+	r = recvmsg(fd, op->msg, op->flags | MSG_DONTWAIT);
+	return peek_all(fd, r, iov_total(op->msg->msg_iov, (int)op->msg->msg_iovlen), op->flags);
+}
+
+/*
+ * After a first call that moved r of msg's bytes: the rest, until all of
+ * them, the end of the stream, the deadline of the whole call, or an error
+ * - which then shortens the count, and waits for the next call on the
+ * descriptor (pending_err), as the kernel keeps it.  Control data (passed
+ * descriptors) ends a read, as it ends the kernel's: the first part that
+ * brings some hands it to the caller's buffer, of control_len bytes.
+ * Returns the bytes moved.
+ */
+static ssize_t the_rest(int fd, struct msghdr *msg, int flags, bool write, ssize_t r,
+			uint64_t start_ns, size_t control_len)
+{
+	const int iovcnt = (int)msg->msg_iovlen;
+	size_t total = iov_total(msg->msg_iov, iovcnt), done;
+	struct msghdr m = {0};
+	struct msg_op op = {.msg = &m, .flags = flags & ~MSG_WAITALL, .write = write};
+	struct rw_op rw_op = {.flags = op.flags, .write = write};
+	struct iovec *rest;
+	int left = iovcnt, err;
+
+	if (r <= 0 || (size_t)r == total || (flags & (MSG_DONTWAIT | MSG_PEEK)) ||
+	    (!write && msg->msg_controllen) || !goes_on(fd, flags, write))
 		return r;
 	rest = malloc((size_t)iovcnt * sizeof(*rest));
 	if (!rest)
 		return r;
-	memcpy(rest, iov, (size_t)iovcnt * sizeof(*rest));
+	memcpy(rest, msg->msg_iov, (size_t)iovcnt * sizeof(*rest));
 	for (done = (size_t)r; done < total; done += (size_t)r) {
 		size_t skip = (size_t)r;
 
-		while (op.iovcnt && skip >= rest[iovcnt - op.iovcnt].iov_len) {
-			skip -= rest[iovcnt - op.iovcnt].iov_len;
-			op.iovcnt--;
+		while (left && skip >= rest[iovcnt - left].iov_len) {
+			skip -= rest[iovcnt - left].iov_len;
+			left--;
 		}
-		op.iov = rest + (iovcnt - op.iovcnt);
-		rest[iovcnt - op.iovcnt].iov_base = (char *)rest[iovcnt - op.iovcnt].iov_base + skip;
-		rest[iovcnt - op.iovcnt].iov_len -= skip;
-		r = run(fd, write ? EPOLLOUT : EPOLLIN, rw_attempt, &op, false);
+		rest[iovcnt - left].iov_base = (char *)rest[iovcnt - left].iov_base + skip;
+		rest[iovcnt - left].iov_len -= skip;
+		m = (struct msghdr){.msg_iov = rest + (iovcnt - left), .msg_iovlen = (size_t)left};
+		if (!write && control_len) {
+			m.msg_control = msg->msg_control;
+			m.msg_controllen = control_len;
+		}
+		rw_op.iov = m.msg_iov;
+		rw_op.iovcnt = left;
+		if (xf__fd_kind(xf__fd_get(fd), fd) == XF_FD_SOCKET)
+			r = run_at(fd, write ? EPOLLOUT : EPOLLIN, msg_attempt, &op, false, start_ns);
+		else
+			r = run_at(fd, write ? EPOLLOUT : EPOLLIN, rw_attempt, &rw_op, false, start_ns);
+		if (r < 0) {
+			err = xf__errno_get();
+			if (err != EAGAIN && err != ETIMEDOUT && err != ECANCELED && err != EBADF)
+				atomic_store_explicit(&xf__fd_get(fd)->pending_err, err,
+						      memory_order_relaxed);
+		}
 		if (r <= 0)
 			break;
+		if (!write && m.msg_controllen) {
+			/* Passed descriptors came with this part: they end the
+			 * read, and go to the caller. */
+			msg->msg_controllen = m.msg_controllen;
+			msg->msg_flags |= m.msg_flags & MSG_CTRUNC;
+			done += (size_t)r;
+			break;
+		}
 	}
 	free(rest);
 	return (ssize_t)done;
@@ -253,9 +338,13 @@ static ssize_t the_rest(int fd, const struct iovec *iov, int iovcnt, int flags, 
 static ssize_t rw(int fd, const struct iovec *iov, int iovcnt, int flags, bool write)
 {
 	struct rw_op op = {.iov = iov, .iovcnt = iovcnt, .flags = flags, .write = write};
+	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+	uint64_t start = xf__now_ns();
 
-	return the_rest(fd, iov, iovcnt, flags, write,
-			run(fd, write ? EPOLLOUT : EPOLLIN, rw_attempt, &op, flags & MSG_DONTWAIT));
+	return the_rest(fd, &m, flags, write,
+			run_at(fd, write ? EPOLLOUT : EPOLLIN, rw_attempt, &op, flags & MSG_DONTWAIT,
+			       start),
+			start, 0);
 }
 
 ssize_t xf_read(int fd, void *buf, size_t n)
@@ -296,41 +385,33 @@ ssize_t xf_send(int fd, const void *buf, size_t n, int flags)
 	return as_fiber() ? rw(fd, &v, 1, flags, true) : send(fd, buf, n, flags);
 }
 
-/* --- the message calls --- */
-
-struct msg_op {
-	struct msghdr *msg;
-	int flags;
-	bool write;
-};
-
-static ssize_t msg_attempt(int fd, enum xf__fd_kind kind, void *arg)
-{
-	struct msg_op *op = arg;
-
-	(void)kind;
-	return op->write ? sendmsg(fd, op->msg, op->flags | MSG_DONTWAIT)
-			 : recvmsg(fd, op->msg, op->flags | MSG_DONTWAIT);
-}
-
 ssize_t xf_recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct msg_op op = {msg, flags, false};
 
+	const size_t control_len = msg->msg_controllen;
+	uint64_t start;
+
 	if (!as_fiber())
 		return recvmsg(fd, msg, flags);
-	return the_rest(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, false,
-			run(fd, EPOLLIN, msg_attempt, &op, flags & MSG_DONTWAIT));
+	start = xf__now_ns();
+	return the_rest(fd, msg, flags, false,
+			run_at(fd, EPOLLIN, msg_attempt, &op, flags & MSG_DONTWAIT, start), start,
+			control_len);
 }
 
 ssize_t xf_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct msg_op op = {(struct msghdr *)msg, flags, true};
 
+	uint64_t start;
+
 	if (!as_fiber())
 		return sendmsg(fd, msg, flags);
-	return the_rest(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, true,
-			run(fd, EPOLLOUT, msg_attempt, &op, flags & MSG_DONTWAIT));
+	start = xf__now_ns();
+	return the_rest(fd, (struct msghdr *)msg, flags, true,
+			run_at(fd, EPOLLOUT, msg_attempt, &op, flags & MSG_DONTWAIT, start), start,
+			0);
 }
 
 ssize_t xf_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
@@ -423,12 +504,13 @@ static ssize_t connected_attempt(int fd, enum xf__fd_kind kind, void *arg)
 static int unix_connect_retry(int fd, const struct sockaddr *addr, socklen_t len, int *err)
 {
 	struct xf__fd *e = xf__fd_get(fd);
-	uint64_t deadline = e ? xf__fd_deadline(e, EPOLLOUT) : 0, sleep_ns = 50000;
+	uint64_t start = xf__now_ns(), sleep_ns = 50000;
+	uint64_t deadline = e ? xf__fd_deadline(e, EPOLLOUT, start) : 0;
 	uint64_t so_deadline = 0;
 	int r = -1;
 
 	if (e && xf__fd_kind(e, fd) == XF_FD_SOCKET)
-		so_deadline = xf__fd_so_deadline(e, EPOLLOUT);
+		so_deadline = xf__fd_so_deadline(e, EPOLLOUT, start);
 	while (*err == EAGAIN) {
 		uint64_t now = xf__now_ns();
 
@@ -436,6 +518,10 @@ static int unix_connect_retry(int fd, const struct sockaddr *addr, socklen_t len
 			break; /* EAGAIN, as the blocking call */
 		if (deadline && now >= deadline) {
 			*err = ETIMEDOUT;
+			break;
+		}
+		if (xf__io_cancelled()) {
+			*err = ECANCELED; /* xf_shutdown, as for any other wait */
 			break;
 		}
 		xf_sleep_ns(sleep_ns);
@@ -467,6 +553,10 @@ int xf_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (r < 0 && err == EINPROGRESS) {
 		r = (int)run(fd, EPOLLOUT, connected_attempt, &soerr, false);
 		err = xf__errno_get();
+		/* SO_SNDTIMEO ran out: a blocking connect says EINPROGRESS (the
+		 * connection goes on), not the EAGAIN of a send. */
+		if (r < 0 && err == EAGAIN)
+			err = EINPROGRESS;
 		if (r == 0 && soerr) {
 			r = -1;
 			err = soerr;
@@ -632,21 +722,21 @@ int xf_close(int fd)
 	struct xf__fd *e = xf__fd_peek(fd);
 
 	if (xf__fd_in_use(e))
-		xf__fd_retire(e, fd, as_fiber());
+		xf__fd_retire(e, fd);
 	return XF_REAL(close)(fd);
 }
 
 /* close(), dup2() and dup3() keep the table honest when the program, or a
  * library, ends a descriptor the runtime knows without xf_close: its
  * waiters wake with EBADF and its registration goes, so that a number
- * reused by open() starts afresh.  Only xf_close waits for the calls in
- * flight to leave first. */
+ * reused by open() starts afresh.  Like xf_close they wait for the calls
+ * on the number to leave first, when the caller can (fd.c). */
 XF_INTERPOSE(int, close, (int fd))
 {
 	struct xf__fd *e = xf__fd_peek(fd);
 
 	if (xf__fd_in_use(e))
-		xf__fd_retire(e, fd, false);
+		xf__fd_retire(e, fd);
 	return XF_REAL(close)(fd);
 }
 
@@ -655,7 +745,7 @@ XF_INTERPOSE(int, dup2, (int old, int fd))
 	struct xf__fd *e = old != fd ? xf__fd_peek(fd) : NULL;
 
 	if (xf__fd_in_use(e))
-		xf__fd_retire(e, fd, false);
+		xf__fd_retire(e, fd);
 	return XF_REAL(dup2)(old, fd);
 }
 
@@ -664,7 +754,7 @@ XF_INTERPOSE(int, dup3, (int old, int fd, int flags))
 	struct xf__fd *e = old != fd ? xf__fd_peek(fd) : NULL;
 
 	if (xf__fd_in_use(e))
-		xf__fd_retire(e, fd, false);
+		xf__fd_retire(e, fd);
 	return XF_REAL(dup3)(old, fd, flags);
 }
 
@@ -679,7 +769,7 @@ static int fresh(int fd)
 	struct xf__fd *e = fd >= 0 ? xf__fd_peek(fd) : NULL;
 
 	if (xf__fd_in_use(e))
-		xf__fd_retire(e, fd, false);
+		xf__fd_retire(e, fd);
 	return fd;
 }
 
@@ -768,6 +858,32 @@ XF_INTERPOSE(int, openat64, (int dir, const char *path, int flags, ...))
 	return fresh(XF_REAL(openat64)(dir, path, flags, mode));
 }
 
+/* With _FORTIFY_SOURCE, open and openat without a constant mode go to
+ * these (glibc declares them only in fortified builds). */
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dir, const char *path, int flags);
+int __openat64_2(int dir, const char *path, int flags);
+XF_INTERPOSE(int, __open_2, (const char *path, int flags))
+{
+	return fresh(XF_REAL(__open_2)(path, flags));
+}
+
+XF_INTERPOSE(int, __open64_2, (const char *path, int flags))
+{
+	return fresh(XF_REAL(__open64_2)(path, flags));
+}
+
+XF_INTERPOSE(int, __openat_2, (int dir, const char *path, int flags))
+{
+	return fresh(XF_REAL(__openat_2)(dir, path, flags));
+}
+
+XF_INTERPOSE(int, __openat64_2, (int dir, const char *path, int flags))
+{
+	return fresh(XF_REAL(__openat64_2)(dir, path, flags));
+}
+
 /* close_range() ends every descriptor from first to last (unless it only
  * marks them close-on-exec): the runtime's entries among them go first. */
 XF_INTERPOSE(int, close_range, (unsigned first, unsigned last, int flags))
@@ -815,5 +931,9 @@ void xf__io_interpose_resolve(void)
 	(void)XF_REAL(openat);
 	(void)XF_REAL(openat64);
 	(void)XF_REAL(close_range);
+	(void)XF_REAL(__open_2);
+	(void)XF_REAL(__open64_2);
+	(void)XF_REAL(__openat_2);
+	(void)XF_REAL(__openat64_2);
 	(void)XF_REAL(setsockopt);
 }

@@ -611,6 +611,21 @@ static void *close_waiter(void *arg)
 	return NULL;
 }
 
+/* A plain thread closes cfd[0], then makes a socket that takes its number. */
+static void *closes_cfd0(void *arg)
+{
+	int again[2];
+
+	(void)arg;
+	CHECK(close(cfd[0]) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, again) == 0);
+	CHECK(write(again[1], "x", 1) == 1); /* readable, were a poll to look at it */
+	usleep(20000);
+	close(again[0]);
+	close(again[1]);
+	return NULL;
+}
+
 static void test_close(void)
 {
 	/* Readers, an xf_fd_wait and two polls: the polls wait beside the
@@ -636,8 +651,25 @@ static void test_close(void)
 				     strerrorname_np(errno));
 	}
 	close(cfd[1]);
+	/* The same with close() from a plain thread: the polls still see
+	 * POLLNVAL, not whatever reuses the number. */
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, cfd) == 0);
+	for (int i = 0; i < 8; i++)
+		CHECK_ERR(xf_spawn(&f[i], close_waiter, args[i], NULL), 0);
+	xf_sleep_ns(5000000);
+	{
+		pthread_t t;
+
+		CHECK(pthread_create(&t, NULL, closes_cfd0, NULL) == 0);
+		for (int i = 0; i < 8; i++)
+			CHECK_ERR(xf_join(f[i], NULL), 0);
+		pthread_join(t, NULL);
+	}
+	CHECK(atomic_load(&ebadf) == 16);
+	close(cfd[1]);
 	CHECK_ERR(xf_shutdown(), 0);
-	printf("close: 6 waiters woke with EBADF, 2 polls with POLLNVAL\n");
+	printf("close: 6 waiters woke with EBADF, 2 polls with POLLNVAL, by xf_close and by a "
+	       "thread's close()\n");
 }
 
 /* --- race --- */
@@ -988,6 +1020,66 @@ static void test_posix(void)
 		xf_test_fail("a read with SO_RCVTIMEO of 50 ms returned %zd (%s) after %.1f ms", r,
 			     strerrorname_np(errno), (double)(now_ns() - t0) / 1e6);
 	CHECK(xf_close(px[0]) == 0 && xf_close(px[1]) == 0);
+	/* MSG_WAITALL|MSG_PEEK sees all 20 bytes once they are there, and
+	 * leaves them. */
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, px) == 0);
+	CHECK_ERR(xf_spawn(&f, px_writer, NULL, NULL), 0);
+	r = xf_recv(px[0], buf, 20, MSG_WAITALL | MSG_PEEK);
+	if (r != 20 || memcmp(buf, "0123456789abcdefghij", 20))
+		xf_test_fail("recv with MSG_WAITALL|MSG_PEEK returned %zd bytes '%.*s'", r,
+			     r > 0 ? (int)r : 0, buf);
+	CHECK(xf_recv(px[0], buf, 20, MSG_WAITALL) == 20);
+	CHECK_ERR(xf_join(f, NULL), 0);
+	/* The socket's timeout bounds a MSG_WAITALL read as a whole: 10 of
+	 * 20 bytes come at once, the rest 50 ms later, past a 20 ms timeout. */
+	CHECK(setsockopt(px[0], SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){0, 20 * 1000},
+			 sizeof(struct timeval)) == 0);
+	CHECK_ERR(xf_spawn(&f, px_writer, NULL, NULL), 0);
+	r = xf_recv(px[0], buf, 30, MSG_WAITALL);
+	if (r != 10)
+		xf_test_fail("a MSG_WAITALL read with SO_RCVTIMEO of 20 ms returned %zd, not the "
+			     "10 bytes there at its deadline",
+			     r);
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK(xf_close(px[0]) == 0 && xf_close(px[1]) == 0);
+	/* Descriptors passed with the data end a MSG_WAITALL recvmsg, as in
+	 * the kernel: two messages, each with one, come as two. */
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, px) == 0);
+	for (int i = 0; i < 2; i++) {
+		union {
+			struct cmsghdr h;
+			char space[CMSG_SPACE(sizeof(int))];
+		} ctl = {0};
+		struct iovec v = {"0123456789", 10};
+		struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = &ctl,
+				   .msg_controllen = sizeof(ctl)};
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		int passed = STDIN_FILENO;
+
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &passed, sizeof(int));
+		CHECK(xf_sendmsg(px[1], &m, 0) == 10);
+	}
+	for (int i = 0; i < 2; i++) {
+		union {
+			struct cmsghdr h;
+			char space[CMSG_SPACE(sizeof(int))];
+		} ctl = {0};
+		struct iovec v = {buf, 20};
+		struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = &ctl,
+				   .msg_controllen = sizeof(ctl)};
+		int got;
+
+		r = xf_recvmsg(px[0], &m, MSG_WAITALL);
+		if (r != 10 || !m.msg_controllen)
+			xf_test_fail("recvmsg %d with MSG_WAITALL: %zd bytes, %zu of control", i, r,
+				     (size_t)m.msg_controllen);
+		memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+		CHECK(got >= 0 && close(got) == 0);
+	}
+	CHECK(xf_close(px[0]) == 0 && xf_close(px[1]) == 0);
 	/* A Unix listener with a queue of 1: four connects wait their turn. */
 	px_addr = (struct sockaddr_un){.sun_family = AF_UNIX};
 	snprintf(px_addr.sun_path + 1, sizeof(px_addr.sun_path) - 1, "xfiber-posix-%d", getpid());
@@ -1001,7 +1093,8 @@ static void test_posix(void)
 	CHECK_ERR(xf_join(f, NULL), 0);
 	CHECK(xf_close(l) == 0);
 	CHECK_ERR(xf_shutdown(), 0);
-	printf("posix: MSG_WAITALL, SO_RCVTIMEO and a full Unix listener as the blocking calls\n");
+	printf("posix: MSG_WAITALL (with MSG_PEEK, a timeout, passed descriptors), SO_RCVTIMEO "
+	       "and a full Unix listener as the blocking calls\n");
 }
 
 /* --- behind --- */
