@@ -41,7 +41,8 @@
 #include "tsc.h"
 
 #define ROUNDS	 9
-#define WARM	 1000
+#define WARM	 1000 /* untimed round trips of one connection; of many, WARM_MANY each */
+#define WARM_MANY 50
 #define IDLE_N	 10000
 #define READ_BUF 4096 /* one-byte reads per round trip of the ready-read rows */
 
@@ -53,7 +54,8 @@ enum { IO_THREADS, IO_FIBERS, IO_GO, IO_READ_SOCKET, IO_READ_PIPE, IO_IDLE };
 /* One connection: a pinger on fds[0] and an echo on fds[1]. */
 struct pair {
 	int fds[2];
-	uint64_t n;  /* timed round trips, after WARM untimed ones */
+	uint64_t n;	/* timed round trips, */
+	uint64_t warm_n; /* after these untimed ones (WARM, or WARM_MANY each of many) */
 	bool fibers; /* xf_read/xf_write, else read/write */
 	double t0, t1;
 	int err;
@@ -82,8 +84,8 @@ static int pinger(void *arg)
 {
 	struct pair *pp = arg;
 
-	for (uint64_t i = 0; i < pp->n + WARM; i++) {
-		if (i == WARM) {
+	for (uint64_t i = 0; i < pp->n + pp->warm_n; i++) {
+		if (i == pp->warm_n) {
 			/* Every connection warm before any is timed. */
 			pinger_warm(pp);
 			while (atomic_load(pp->warm))
@@ -105,7 +107,7 @@ static int echoer(void *arg)
 {
 	struct pair *pp = arg;
 
-	for (uint64_t i = 0; i < pp->n + WARM; i++)
+	for (uint64_t i = 0; i < pp->n + pp->warm_n; i++)
 		if (!trip(pp, pp->fds[1], false))
 			return 1;
 	return 0;
@@ -205,7 +207,10 @@ static double pairs_trip_ns(const struct xf_bench_params *p, bool fibers, unsign
 	int err = pairs ? 0 : ENOMEM;
 
 	for (; !err && made < npairs; made++) {
-		pairs[made] = (struct pair){.n = n, .fibers = fibers, .warm = &warm};
+		pairs[made] = (struct pair){.n = n,
+					    .warm_n = npairs > 1 ? WARM_MANY : WARM,
+					    .fibers = fibers,
+					    .warm = &warm};
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[made].fds))
 			err = errno;
 	}
