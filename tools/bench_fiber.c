@@ -50,6 +50,9 @@ enum {
 	FB_MINIMAL_2SITES,
 	FB_SPAWN,
 	FB_SPAWN_BURST,
+	FB_SCALE_SPAWN,
+	FB_SCALE_YIELD,
+	FB_SCALE_CHAN,
 	FB_PARKED,
 	FB_SIGNAL_SWITCH,
 	FB_SIGNAL_TICK,
@@ -586,6 +589,135 @@ static int burst_run(const struct xf_bench_params *p, uint64_t iters, struct xf_
 	return 0;
 }
 
+/* --- scaling: the same work on every one of 1..N workers --- */
+
+#define SCALE_MAX_WORKERS 64
+
+struct scale_job {
+	int test;
+	uint64_t n;
+	xf_chan *ping, *pong;
+	double t1; /* when this worker's share ended */
+};
+
+static void *scale_partner(void *arg)
+{
+	struct scale_job *j = arg;
+	int v = 0;
+
+	for (uint64_t i = 0; i < j->n; i++) {
+		if (j->test == FB_SCALE_YIELD) {
+			xf_yield();
+		} else if (xf_chan_recv(j->ping, &v) || xf_chan_send(j->pong, &v)) {
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* One worker's share: n spawn+joins, n yield round trips with a partner,
+ * or n channel round trips with one. */
+static void *scale_driver(void *arg)
+{
+	struct scale_job *j = arg;
+	xf_attr here = XF_ATTR_INIT;
+	xf_fiber *partner = NULL, *f;
+	int v = 0;
+
+	here.pinned = true; /* worker -1: this one */
+	if (j->test != FB_SCALE_SPAWN && xf_spawn(&partner, scale_partner, j, &here))
+		return (void *)1;
+	for (uint64_t i = 0; i < j->n; i++) {
+		if (j->test == FB_SCALE_SPAWN) {
+			if (xf_spawn(&f, nothing, NULL, &here) || xf_join(f, NULL))
+				return (void *)1;
+		} else if (j->test == FB_SCALE_YIELD) {
+			xf_yield();
+		} else if (xf_chan_send(j->ping, &v) || xf_chan_recv(j->pong, &v)) {
+			return (void *)1;
+		}
+	}
+	j->t1 = xf_bench_now_ns();
+	if (partner)
+		xf_join(partner, NULL);
+	return NULL;
+}
+
+/* p->groups workers, each doing the same share pinned to itself; ns per
+ * operation over the whole runtime (wall time / all operations), so that
+ * perfect scaling halves it with twice the workers. */
+static int scale_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
+{
+	const unsigned w = p->groups;
+	const uint64_t n = iters / w + 1;
+	struct scale_job jobs[SCALE_MAX_WORKERS] = {0};
+	xf_fiber *drivers[SCALE_MAX_WORKERS];
+	double t0, t1 = 0;
+	cpu_set_t saved, one;
+	unsigned made = 0;
+	void *failed = NULL;
+	int err;
+
+	/* One worker: on the row's CPU, as the other one-CPU rows.  More: on
+	 * every CPU the process may use, which the workers inherit. */
+	pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
+	if (w == 1) {
+		CPU_ZERO(&one);
+		CPU_SET(p->cpu[0], &one);
+		pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+	}
+	err = xf_init(&(xf_config){.workers = w});
+	if (err) {
+		pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+		snprintf(s->note, sizeof(s->note), "xf_init: %s", strerror(err));
+		return err;
+	}
+	for (unsigned i = 0; !err && i < w; i++) {
+		jobs[i] = (struct scale_job){.test = p->test, .n = n};
+		if (p->test == FB_SCALE_CHAN)
+			err = xf_chan_create(&jobs[i].ping, sizeof(int), 0) ?:
+			      xf_chan_create(&jobs[i].pong, sizeof(int), 0);
+	}
+	t0 = xf_bench_now_ns();
+	for (; !err && made < w; made++) {
+		xf_attr on = XF_ATTR_INIT;
+
+		on.pinned = true;
+		on.worker = (int)made;
+		err = xf_spawn(&drivers[made], scale_driver, &jobs[made], &on);
+	}
+	for (unsigned i = 0; i < made; i++) {
+		void *r = NULL;
+
+		xf_join(drivers[i], &r);
+		failed = failed ?: r;
+		if (jobs[i].t1 > t1)
+			t1 = jobs[i].t1;
+	}
+	for (unsigned i = 0; i < w; i++) {
+		if (jobs[i].ping)
+			xf_chan_destroy(jobs[i].ping);
+		if (jobs[i].pong)
+			xf_chan_destroy(jobs[i].pong);
+	}
+	xf_shutdown();
+	pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+	if (err || failed) {
+		snprintf(s->note, sizeof(s->note), "a worker's share failed: %s",
+			 strerror(err ? err : EIO));
+		return err ? err : EIO;
+	}
+	s->value = (t1 - t0) / (double)(n * w);
+	s->elapsed_ns = t1 - t0;
+	snprintf(s->note, sizeof(s->note), "%u worker%s, each its own %s: %.2f M/s in all", w,
+		 w > 1 ? "s" : "",
+		 p->test == FB_SCALE_SPAWN ? "spawn+joins"
+		 : p->test == FB_SCALE_YIELD ? "yield ping-pong"
+					     : "channel ping-pong",
+		 1e3 / s->value);
+	return 0;
+}
+
 static int parked_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
 	xf_fiber **f = calloc(PARKED, sizeof(*f));
@@ -932,6 +1064,24 @@ static int plan_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 		xf_bench_plan_add(plan, &p, burst_run, "spawn-burst-%u/1cpu", b);
 	}
 	p.loops = 0;
+	/* Scaling: 1, 2, 4 ... workers up to the CPUs this process may use. */
+	for (int test = FB_SCALE_SPAWN; test <= FB_SCALE_CHAN; test++) {
+		for (unsigned w = 1; w <= (unsigned)o->ncpus && w <= SCALE_MAX_WORKERS; w *= 2) {
+			p.test = test;
+			p.groups = w;
+			p.ncpus = w > 1 ? 2 : 1; /* the pinning column: "cpus 0/1" for all of them */
+			if (w > 1)
+				p.cpu[1] = o->cpu[1];
+			xf_bench_plan_add(plan, &p, scale_run, "scale-%s/%uw",
+					  test == FB_SCALE_SPAWN ? "spawn"
+					  : test == FB_SCALE_YIELD ? "yield"
+								   : "chan",
+					  w);
+		}
+	}
+	p.groups = 0;
+	p.ncpus = 1;
+	p.cpu[1] = o->ncpus >= 2 ? o->cpu[1] : o->cpu[0];
 	if (!o->quick) {
 		p.test = FB_PARKED;
 		row = xf_bench_plan_add(plan, &p, parked_run, "parked-100k/1cpu");

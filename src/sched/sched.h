@@ -152,7 +152,8 @@ struct xf_fiber {
 	/* Counted in its worker's nr_fixed: in the ring and unable to move
 	 * (pinned, staying, or preempted; runq.h). */
 	bool counted_fixed;
-};
+} __attribute__((aligned(64))); /* whole cache lines: neighbours in the arena run on
+				  * other workers, and a shared line would bounce between them */
 
 /* Whether a fiber runs, and if not, where its switch frame resumes
  * (arch/switch_x86_64_sysv_elf_gas.S).  A new fiber's first frame resumes
@@ -261,13 +262,17 @@ struct xf__runtime {
 	uint64_t spin_ns;
 	struct xf__worker *workers;
 	struct xf_fiber *first; /* the fiber of the thread that called xf_init */
-	_Atomic uint64_t next_id;
+	/* Written at every spawn and exit, from every worker: a line of their
+	 * own, away from what is only read. */
+	_Atomic uint64_t next_id __attribute__((aligned(64)));
 	_Atomic unsigned live; /* fibers not yet finished, including the first */
 	_Atomic unsigned nr_parked;
 	_Atomic unsigned nr_spinning;
 	_Atomic int stopping;
 	_Atomic uint32_t shutdown_waiting;
-	bool amx_possible;     /* tiles may be in use: TILERELEASE at voluntary switches */
+	/* Read on hot paths, written at start, fork and shutdown only. */
+	bool amx_possible __attribute__((aligned(64))); /* tiles may be in use: TILERELEASE
+							 * at voluntary switches */
 	bool preempt_enabled;  /* the ticker runs */
 	bool misuse_returns;   /* a misuse returns its error rather than aborting */
 	uint64_t base_sigmask; /* the workers' signal mask (first 64 signals) */

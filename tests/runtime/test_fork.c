@@ -49,9 +49,12 @@ static void *sleeper(void *arg)
 	return arg;
 }
 
+static atomic_bool held_taken;
+
 static void *holder(void *arg)
 {
 	xf_mutex_lock(&held);
+	atomic_store(&held_taken, true);
 	while (!atomic_load(&stop))
 		xf_sleep_ns(100000);
 	xf_mutex_unlock(&held);
@@ -233,7 +236,9 @@ int main(int argc, char **argv)
 	CHECK_ERR(xf_spawn(&bg[1], spinner, NULL, NULL), 0);
 	CHECK_ERR(xf_spawn(&bg[2], sleeper, NULL, NULL), 0);
 	CHECK_ERR(xf_spawn(&bg[3], holder, NULL, NULL), 0);
-	xf_sleep_ns(2000000); /* all of them under way */
+	xf_sleep_ns(2000000); /* all of them under way, */
+	for (int ms = 0; !atomic_load(&held_taken) && ms < 10000; ms++)
+		xf_sleep_ns(1000000); /* the lock taken even on a loaded machine */
 	if (!strcmp(how, "ghosts")) {
 		test_ghosts();
 	} else if (!strcmp(how, "first")) {
