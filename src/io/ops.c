@@ -715,46 +715,44 @@ int xf_fd_wait(int fd, short events, uint64_t timeout_ns)
 	return err;
 }
 
+/* Whatever the runtime knows of fd goes, its waiters waking with EBADF,
+ * and the calls on the number leave first when the caller can wait
+ * (fd.c): before the number is closed, or reused. */
+static void forget(int fd)
+{
+	struct xf__fd *e = fd >= 0 ? xf__fd_peek(fd) : NULL;
+
+	if (xf__fd_in_use(e))
+		xf__fd_retire(e, fd);
+}
+
 XF_INTERPOSE(int, close, (int fd));
 
 int xf_close(int fd)
 {
-	struct xf__fd *e = xf__fd_peek(fd);
-
-	if (xf__fd_in_use(e))
-		xf__fd_retire(e, fd);
+	forget(fd);
 	return XF_REAL(close)(fd);
 }
 
 /* close(), dup2() and dup3() keep the table honest when the program, or a
- * library, ends a descriptor the runtime knows without xf_close: its
- * waiters wake with EBADF and its registration goes, so that a number
- * reused by open() starts afresh.  Like xf_close they wait for the calls
- * on the number to leave first, when the caller can (fd.c). */
+ * library, ends a descriptor the runtime knows without xf_close, so that a
+ * number reused by open() starts afresh. */
 XF_INTERPOSE(int, close, (int fd))
 {
-	struct xf__fd *e = xf__fd_peek(fd);
-
-	if (xf__fd_in_use(e))
-		xf__fd_retire(e, fd);
-	return XF_REAL(close)(fd);
+	return xf_close(fd);
 }
 
 XF_INTERPOSE(int, dup2, (int old, int fd))
 {
-	struct xf__fd *e = old != fd ? xf__fd_peek(fd) : NULL;
-
-	if (xf__fd_in_use(e))
-		xf__fd_retire(e, fd);
+	if (old != fd)
+		forget(fd);
 	return XF_REAL(dup2)(old, fd);
 }
 
 XF_INTERPOSE(int, dup3, (int old, int fd, int flags))
 {
-	struct xf__fd *e = old != fd ? xf__fd_peek(fd) : NULL;
-
-	if (xf__fd_in_use(e))
-		xf__fd_retire(e, fd);
+	if (old != fd)
+		forget(fd);
 	return XF_REAL(dup3)(old, fd, flags);
 }
 
@@ -766,10 +764,7 @@ XF_INTERPOSE(int, dup3, (int old, int fd, int flags))
  * registered anew instead of waiting for events that never come. */
 static int fresh(int fd)
 {
-	struct xf__fd *e = fd >= 0 ? xf__fd_peek(fd) : NULL;
-
-	if (xf__fd_in_use(e))
-		xf__fd_retire(e, fd);
+	forget(fd);
 	return fd;
 }
 

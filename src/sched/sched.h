@@ -454,15 +454,20 @@ static inline void xf__wait_prepare(struct xf_fiber *self)
 /* Claims a waiting fiber for waking with result `state`: true if the
  * caller won it (and must then xf__wake it), false if a timeout or another
  * waker got there first. */
+/* A fiber of the parent in a forked child, waiting where the forking fiber
+ * can reach it (a semaphore, a descriptor): it does not exist here, like
+ * the parent's other threads, and no waker may claim it. */
+static inline bool xf__fiber_forked_away(const struct xf_fiber *f)
+{
+	return unlikely(f->fork_gen != xf__rt.fork_gen);
+}
+
 static inline bool xf__wait_claim(struct xf_fiber *f, int state)
 {
 	int expected = XF_WAIT_WAITING;
 
-	/* A fiber of the parent, waiting where the forking fiber can reach it
-	 * (a semaphore, a descriptor): it does not exist here, like the
-	 * parent's other threads - skipped, as if its timer had claimed it. */
-	if (unlikely(f->fork_gen != xf__rt.fork_gen))
-		return false;
+	if (xf__fiber_forked_away(f))
+		return false; /* as if its timer had claimed it */
 	return atomic_compare_exchange_strong_explicit(&f->wait_state, &expected, state,
 						       memory_order_acq_rel, memory_order_acquire);
 }

@@ -316,16 +316,16 @@ void xf__stacks_scavenge(uint64_t now_ns)
 	if (now_ns < atomic_load_explicit(&stacks.next_scavenge_ns, memory_order_relaxed) ||
 	    pthread_mutex_trylock(&stacks.lock))
 		return;
-	if (now_ns < atomic_load_explicit(&stacks.next_scavenge_ns, memory_order_relaxed) ||
-	    (!stacks.warm.nr && !stacks.aging.nr)) {
-		if (now_ns >= stacks.next_scavenge_ns)
-			atomic_store_explicit(&stacks.next_scavenge_ns,
-					      now_ns + XF_SCAVENGE_PERIOD_NS, memory_order_relaxed);
-		pthread_mutex_unlock(&stacks.lock);
+	if (now_ns < atomic_load_explicit(&stacks.next_scavenge_ns, memory_order_relaxed)) {
+		pthread_mutex_unlock(&stacks.lock); /* another caller was first */
 		return;
 	}
 	atomic_store_explicit(&stacks.next_scavenge_ns, now_ns + XF_SCAVENGE_PERIOD_NS,
 			      memory_order_relaxed);
+	if (!stacks.warm.nr && !stacks.aging.nr) {
+		pthread_mutex_unlock(&stacks.lock);
+		return;
+	}
 	old = stacks.aging;
 	stacks.aging = stacks.warm;
 	stacks.warm = stacks.spare;

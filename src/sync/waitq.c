@@ -47,9 +47,8 @@ struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state)
 {
 	for (struct xf_fiber *f = q->head, *next; f; f = next) {
 		next = f->wait_next;
-		if (unlikely(f->fork_gen != xf__rt.fork_gen)) {
-			/* The parent's, in a forked child: gone (xf__wait_claim). */
-			xf__waitq_remove(q, f);
+		if (xf__fiber_forked_away(f)) {
+			xf__waitq_remove(q, f); /* gone for good */
 			continue;
 		}
 		if (!f->wait_timed) {
