@@ -53,8 +53,8 @@
  * after its registers are on its stack, except a blocked fiber, which its
  * waker may already have queued: whoever picks a fiber first waits for
  * on_cpu != ON_CPU (xf_yield below hands that wait to C).  An exiting
- * fiber's last switch always goes to its worker's idle context, whose C
- * code releases it (sched/schedule.c): xf_yield's frames return straight to
+ * fiber's last switch goes only to a context that resumes in C, whose code
+ * releases it (sched/schedule.c): xf_yield's frames return straight to
  * their caller and could not.
  *
  * All of it lies in the section xf_nopreempt_text, where a preemption

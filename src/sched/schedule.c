@@ -5,9 +5,11 @@
  * on both sides - is xf__context_switch (arch/switch_x86_64_sysv_elf_gas.S,
  * where the protocol is written down).  What is left here is the decision
  * and what only C can do after a switch: an exited fiber's stack and
- * joiner.  An exiting fiber's last switch always goes to its worker's idle
- * context, so that only C contexts ever receive an exit: xf_yield's frames
- * return from the switch straight to their caller.
+ * joiner.  Only a context that resumes in C may receive an exit, so an
+ * exiting fiber's last switch goes to the next fiber only when that one
+ * resumes in C (a new fiber, or one that blocked); else to its worker's
+ * idle context.  xf_yield's frames return from the switch straight to
+ * their caller and could not release it.
  *
  * xf_yield's common case is that assembly's own fast path; everything else
  * comes through xf__yield_slow() here.
@@ -104,7 +106,8 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	/* Every switch from C happens at nesting 1, the scheduler's own:
 	 * fibers may not block or yield with preemption disabled (xfiber.h). */
 	XF_WARN_ON((xf__preempt_word_get() & XF_PREEMPT_NESTING) != 1);
-	XF_WARN_ON(action == XF_PREV_EXIT && next != w->idle);
+	XF_WARN_ON(action == XF_PREV_EXIT &&
+		   atomic_load_explicit(&next->on_cpu, memory_order_relaxed) != XF_OFF_CPU);
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
 	struct xf__switched s = xf__context_switch(w, (uintptr_t)prev | action, next, mxcsr);
 	/* Back in prev, perhaps on another worker: the switch says which. */
@@ -123,6 +126,14 @@ static inline void release_dead_tiles(struct xf__worker *w, struct xf_fiber *pre
 		xf__tilerelease();
 		XF_STAT_INC(w, tiles_released, 1);
 	}
+}
+
+/* Whether queued fiber f resumes in C, where an exit can be handed over
+ * (finish_switch).  Off its CPU in C stays so until this worker, whose
+ * queue holds f, switches to it. */
+static inline bool resumes_in_c(struct xf_fiber *f)
+{
+	return atomic_load_explicit(&f->on_cpu, memory_order_acquire) == XF_OFF_CPU;
 }
 
 /* The one scheduler decision: who runs next on w, and the switch to it.
@@ -145,7 +156,7 @@ static void schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t
 		 * through the inbox. */
 		xf__runq_remove_running(w, prev);
 		xf__runq_poll(w);
-		if (action == XF_PREV_EXIT || !w->runq.head) {
+		if (!w->runq.head || (action == XF_PREV_EXIT && !resumes_in_c(w->runq.head))) {
 			next = w->idle;
 		} else {
 			next = xf__runq_run_head(w);
