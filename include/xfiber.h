@@ -289,7 +289,8 @@ XF_API void xf_exit(void *result);
 /* The calling fiber, or NULL outside the runtime. */
 XF_API xf_fiber *xf_self(void);
 
-/* A small number naming the fiber (1 for the first fiber), or 0 for NULL. */
+/* A small number naming the fiber (1 for the first fiber), or 0 for NULL.
+ * Unique; one worker hands them out in spawn order, not the runtime. */
 XF_API uint64_t xf_fiber_id(const xf_fiber *f);
 
 /* The worker the calling fiber runs on right now (0..workers-1), or -1. */

@@ -108,10 +108,11 @@ struct xf__switched xf__context_switch(struct xf__worker *w, uintptr_t prev, str
 void xf__fiber_start(void);
 
 /* Builds a new context on the stack whose top is stack_top (16-aligned) so
- * that the first switch to it runs xf__fiber_main(arg) with the given MXCSR
- * and control word, inside the scheduler's critical section (nesting 1: the
- * fiber's on_cpu must say XF_OFF_CPU).  Returns its stack pointer. */
-void *xf__context_make(void *stack_top, void *arg, uint32_t mxcsr, uint16_t fcw);
+ * that the first switch to it runs xf__fiber_main(arg) with the caller's
+ * MXCSR and x87 control word, inside the scheduler's critical section
+ * (nesting 1: the fiber's on_cpu must say XF_OFF_CPU).  Returns its stack
+ * pointer. */
+void *xf__context_make(void *stack_top, void *arg);
 #endif
 
 #endif

@@ -188,15 +188,15 @@ static int start(const xf_config *cfg)
 		goto fail;
 	idle0->magic = XF_FIBER_MAGIC;
 	idle0->flags = XF_FIBER_F_IDLE | XF_FIBER_F_PINNED;
-	idle0->sp = xf__context_make((char *)idle0->stack.base + idle0->stack.size, idle0,
-				     MXCSR_DEFAULT, FCW_DEFAULT);
+	/* With this thread's MXCSR and control word, as the other workers'
+	 * threads start with their creator's. */
+	idle0->sp = xf__context_make((char *)idle0->stack.base + idle0->stack.size, idle0);
 	xf__san_fiber_create(idle0);
 	w0->idle = idle0;
 	__atomic_store_n(&w0->current, xf__rt.first, __ATOMIC_RELAXED);
 	xf__runq_push(w0, xf__rt.first); /* it runs, in the ring */
 	xf__runq_run_head(w0);
 	xf__rt.first->id = atomic_fetch_add(&xf__rt.next_id, 1);
-	atomic_store(&xf__rt.live, 1);
 	err = xf__overflow_handler_install(w0);
 	if (err)
 		goto fail;
@@ -312,7 +312,8 @@ static void fork_child(void)
 	xf__rt.nr_workers = 1;
 	xf__rt.pid = getpid();
 	xf__rt.first = f;
-	atomic_store(&xf__rt.live, 1);
+	atomic_store(&w->spawned, 0); /* the only fiber left is the first */
+	atomic_store(&w->finished, 0);
 	atomic_store(&xf__rt.nr_parked, 0);
 	atomic_store(&xf__rt.nr_spinning, 0);
 	atomic_store(&xf__rt.shutdown_waiting, 0);
@@ -353,16 +354,21 @@ void xf__runtime_fork(enum xf__fork_phase phase)
 		xf__fork_mutex(&lifecycle, phase);
 }
 
+/* How often the shutdown looks at the count of live fibers on its own: the
+ * last fiber's exit wakes it, but without a fence (fiber.c's
+ * xf__fiber_finish), so an exit racing the start of the wait may not. */
+#define XF_SHUTDOWN_RECHECK_NS (5 * 1000 * 1000)
+
 /* Blocks the first fiber until it is the only one left. */
 static void wait_for_others(struct xf_fiber *self)
 {
-	while (atomic_load_explicit(&xf__rt.live, memory_order_seq_cst) > 1) {
+	while (xf__live_fibers() > 1) {
 		xf__wait_prepare(self);
 		atomic_store_explicit(&xf__rt.shutdown_waiting, 1, memory_order_seq_cst);
-		if (atomic_load_explicit(&xf__rt.live, memory_order_seq_cst) == 1)
+		if (xf__live_fibers() == 1)
 			xf__wait_cancel(self);
 		else
-			xf__wait_block(self, 0, NULL);
+			xf__wait_block(self, XF_SHUTDOWN_RECHECK_NS, NULL);
 	}
 	atomic_store_explicit(&xf__rt.shutdown_waiting, 0, memory_order_relaxed);
 }
@@ -374,7 +380,7 @@ int xf_shutdown(void)
 
 	if (!w || !atomic_load(&xf__rt.running) || w->current != xf__rt.first)
 		return EPERM;
-	if (xf__preempt_disabled_beyond(0) && atomic_load(&xf__rt.live) > 1)
+	if (xf__preempt_disabled_beyond(0) && xf__live_fibers() > 1)
 		return xf__misuse_preempt_disabled("xf_shutdown");
 	self = w->current;
 	/* Fibers waiting on descriptors would wait forever: they fail with

@@ -230,11 +230,15 @@ struct xf__worker {
 	unsigned timers_cap;
 	struct xf_fiber **timers;
 
-	/* Stack and fiber caches, owner-only. */
+	/* Stack and fiber caches and spawn counts, owner-only. */
 	struct xf__stack stack_cache[XF_STACK_CACHE];
 	unsigned stack_cache_nr;
 	struct xf_fiber *fiber_cache;
 	unsigned fiber_cache_nr;
+	uint64_t next_id, id_limit; /* fiber ids it hands out: a block of xf__rt.next_id's */
+	/* Fibers spawned and finished here: written by the owner only, summed
+	 * by xf__live_fibers(), so that no spawn or exit writes a shared line. */
+	_Atomic uint64_t spawned, finished;
 
 	pthread_t thread;
 	pid_t tid;
@@ -262,10 +266,9 @@ struct xf__runtime {
 	uint64_t spin_ns;
 	struct xf__worker *workers;
 	struct xf_fiber *first; /* the fiber of the thread that called xf_init */
-	/* Written at every spawn and exit, from every worker: a line of their
-	 * own, away from what is only read. */
+	/* Written by workers as they park and spin, and once per XF_ID_BLOCK
+	 * spawns: a line of their own, away from what is only read. */
 	_Atomic uint64_t next_id __attribute__((aligned(64)));
-	_Atomic unsigned live; /* fibers not yet finished, including the first */
 	_Atomic unsigned nr_parked;
 	_Atomic unsigned nr_spinning;
 	_Atomic int stopping;
@@ -520,6 +523,7 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w);
 void xf__fiber_free(struct xf__worker *w, struct xf_fiber *f);
 void xf__fiber_arena_release(void);
 void xf__fiber_finish(struct xf_fiber *f); /* after its last switch: DONE, joiner */
+unsigned long xf__live_fibers(void);	   /* not yet finished, the first included */
 void xf__fls_destroy(struct xf_fiber *f);
 _Noreturn void xf__fiber_main(struct xf_fiber *f, struct xf__worker *w, uintptr_t prev);
 _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result);

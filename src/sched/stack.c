@@ -36,6 +36,7 @@
 
 #include "common/fmt.h"
 #include "preempt/preempt.h"
+#include "arch/context.h"
 #include "sched/sched.h"
 
 #ifndef MADV_GUARD_INSTALL
@@ -242,6 +243,14 @@ static void pool_push(struct xf__stack *s)
 		madvise(s->base, s->size, MADV_DONTNEED);
 }
 
+/* The next spawn writes its first frame at the top of the stack it gets
+ * (arch/context.c): with thousands of fibers alive that line, and its page's
+ * translation, are long gone from the caches, so ask for them now. */
+static inline void prefetch_top(const struct xf__stack *s)
+{
+	__builtin_prefetch((char *)s->base + s->size - XF_CTX_SIZE, 1);
+}
+
 int xf__stack_get(struct xf__worker *w, size_t size, struct xf__stack *out)
 {
 	const size_t usable = usable_size(size);
@@ -251,6 +260,8 @@ int xf__stack_get(struct xf__worker *w, size_t size, struct xf__stack *out)
 		return stack_map_single(usable, out);
 	if (w && w->stack_cache_nr) {
 		*out = w->stack_cache[--w->stack_cache_nr];
+		if (w->stack_cache_nr)
+			prefetch_top(&w->stack_cache[w->stack_cache_nr - 1]);
 		return 0;
 	}
 	/* The cache is empty: refill half of it at once, so that the lock is

@@ -122,11 +122,4 @@ FUNCTION xf__vzeroupper
 	ret
 END_FUNCTION xf__vzeroupper
 
-/* uint16_t xf__fnstcw(void) */
-FUNCTION xf__fnstcw
-	fnstcw	-2(%rsp)			/* reads the control word without marking x87 in use */
-	movzwl	-2(%rsp), %eax
-	ret
-END_FUNCTION xf__fnstcw
-
 	.section .note.GNU-stack,"",%progbits

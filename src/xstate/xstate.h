@@ -64,7 +64,6 @@ void xf__fxrstor(const void *image);
 uint64_t xf__xgetbv(uint32_t index);
 void xf__tilerelease(void);
 void xf__vzeroupper(void);
-uint16_t xf__fnstcw(void);
 
 /* Stores MXCSR at *dst.  Inline, not a call: the switch path stores it early
  * and reads it back much later, because reading back right after stmxcsr
