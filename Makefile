@@ -12,9 +12,15 @@ O0_BUILD    ?= build-O0
 JOBS        ?= $(shell nproc)
 CMAKE       ?= cmake
 
-.PHONY: all check bench clean deps
+# Debian packages: what the tests need (the HTTP example's parser), and what
+# the benchmark's peers, plots and validation use besides.
+CHECK_PACKAGES = libhttp-parser-dev
+BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk libboost-context-dev python3-matplotlib \
+		 linux-perf rt-tests
 
-all:
+.PHONY: all check bench clean deps check-deps bench-deps
+
+all: check-deps
 	$(CMAKE) -S . -B $(BUILD) -DXFIBER_WERROR=ON -DXFIBER_DEBUG=ON
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
@@ -28,15 +34,23 @@ check: all
 	$(CMAKE) --build $(O0_BUILD) -j $(JOBS) --target preempt_tests
 	ctest --test-dir $(O0_BUILD) --output-on-failure -j $(JOBS) -L preempt
 
-bench:
+bench: bench-deps
 	$(CMAKE) -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release
 	$(CMAKE) --build $(BENCH_BUILD) -j $(JOBS) --target xfiber   # the tool and its peers, not the tests
 	$(BENCH_BUILD)/tools/xfiber bench all --json=$(BENCH_BUILD)/bench.json
 
-# Optional: what the benchmark's peers, plots and validation use (root, Debian).
+# Everything, asked for (root, Debian).
 deps:
 	apt-get update
-	apt-get install -y libboost-context-dev python3-matplotlib linux-perf rt-tests
+	apt-get install -y $(BENCH_PACKAGES)
+
+# What is missing, installed without asking when root on Debian (one line
+# says so); elsewhere one line says what to install, and the build goes on
+# without what needs it.
+check-deps:
+	@sh .ci/install-packages $(CHECK_PACKAGES)
+bench-deps:
+	@sh .ci/install-packages $(BENCH_PACKAGES)
 
 clean:
 	rm -rf $(BUILD) $(BENCH_BUILD) $(ASAN_BUILD) $(O0_BUILD)
