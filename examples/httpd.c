@@ -2,7 +2,7 @@
  * pipelining, requests parsed by http-parser (docs/io.md says why that one).
  *
  *   example_httpd [--port P] [--workers N] [--slice-us S] [--cooperative]
- *                 [--header-timeout-ms T] [--idle-timeout-ms T]
+ *                 [--header-timeout-ms T] [--idle-timeout-ms T] [--threads]
  *
  * Port 0 (the default) picks a free port; the first line printed is
  * "listening on 127.0.0.1:PORT".  Workers default to one per CPU.
@@ -17,7 +17,12 @@
  *                    connection is closed after the idle timeout (60 s)
  *
  * SIGINT or SIGTERM: it stops accepting, finishes the requests in flight,
- * closes idle connections and exits 0.  Out of descriptors (EMFILE), it
+ * closes idle connections and exits 0.
+ *
+ * --threads serves each connection on a kernel thread instead, without
+ * xfiber (its calls are then the plain ones) and without the timeouts: the
+ * thread-per-connection peer of `xfiber bench server`, the same program
+ * but for the scheduling.  Out of descriptors (EMFILE), it
  * goes on serving and accepts again a little later.
  */
 #define _GNU_SOURCE
@@ -26,6 +31,7 @@
 #include <http_parser.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -55,7 +61,7 @@ struct conn {
 	int fd;
 	http_parser parser;
 	struct conn *prev, *next; /* in `conns`, for the stop */
-	bool idle;		  /* waiting for the first byte of a request */
+	atomic_bool idle;	  /* waiting for the first byte of a request */
 
 	/* The request being parsed. */
 	bool begun, headers_done, complete;
@@ -75,13 +81,15 @@ struct conn {
 	char in[16 * 1024];
 };
 
+/* A pthread mutex: in a fiber, xfiber makes its wait a fiber's. */
 static struct {
-	xf_mutex lock;
+	pthread_mutex_t lock;
 	struct conn *head;
-} conns = {.lock = XF_MUTEX_INITIALIZER};
+	long nr;
+} conns = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_bool stopping;
-static atomic_long requests_in_flight; /* begun and not yet answered */
+static bool threads; /* --threads: a kernel thread per connection, no xfiber */
 
 static uint64_t now_ns(void)
 {
@@ -153,7 +161,6 @@ static int on_message_begin(http_parser *p)
 	c->headers_done = c->complete = c->keep_body = false;
 	c->header_bytes = c->url_len = c->body_len = 0;
 	c->deadline_ns = now_ns() + header_timeout_ns;
-	atomic_fetch_add(&requests_in_flight, 1);
 	return 0;
 }
 
@@ -314,33 +321,34 @@ static bool flush(struct conn *c)
 
 static void conn_link(struct conn *c)
 {
-	xf_mutex_lock(&conns.lock);
+	pthread_mutex_lock(&conns.lock);
 	c->next = conns.head;
 	if (c->next)
 		c->next->prev = c;
 	conns.head = c;
-	xf_mutex_unlock(&conns.lock);
+	conns.nr++;
+	pthread_mutex_unlock(&conns.lock);
 }
 
 static void conn_unlink(struct conn *c)
 {
-	xf_mutex_lock(&conns.lock);
+	pthread_mutex_lock(&conns.lock);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
 		conns.head = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	xf_mutex_unlock(&conns.lock);
+	conns.nr--;
+	pthread_mutex_unlock(&conns.lock);
 }
 
 /* Marks the connection idle or not; at the stop, one that goes idle is
- * done. */
+ * done.  Sequentially consistent, against stop_on_signal's store and scan:
+ * either it sees this connection idle, or this sees it stopping. */
 static bool set_idle(struct conn *c, bool idle)
 {
-	xf_mutex_lock(&conns.lock);
-	c->idle = idle;
-	xf_mutex_unlock(&conns.lock);
+	atomic_store(&c->idle, idle);
 	return !(idle && atomic_load(&stopping));
 }
 
@@ -363,7 +371,6 @@ static bool handle_input(struct conn *c, size_t len)
 						       c->parser.upgrade);
 
 			c->begun = false;
-			atomic_fetch_sub(&requests_in_flight, 1);
 			if (close || c->refuse)
 				return false;
 			http_parser_pause(&c->parser, 0);
@@ -375,14 +382,14 @@ static bool handle_input(struct conn *c, size_t len)
 	return true;
 }
 
-static void *serve(void *arg)
+static void serve(void *arg)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	int fd = (int)(intptr_t)arg;
 
 	if (!c) {
 		xf_close(fd);
-		return NULL;
+		return;
 	}
 	c->fd = fd;
 	http_parser_init(&c->parser, HTTP_REQUEST);
@@ -407,7 +414,8 @@ static void *serve(void *arg)
 		} else if (!set_idle(c, true)) {
 			break; /* stopping, and nothing in flight here */
 		}
-		xf_fd_set_timeout(fd, wait_ns, idle_timeout_ns);
+		if (!threads)
+			xf_fd_set_timeout(fd, wait_ns, idle_timeout_ns);
 		n = xf_read(fd, c->in, sizeof(c->in));
 		set_idle(c, false);
 		if (n < 0 && errno == ETIMEDOUT && c->begun && !c->headers_done)
@@ -419,14 +427,11 @@ static void *serve(void *arg)
 			break;
 		}
 	}
-	if (c->begun)
-		atomic_fetch_sub(&requests_in_flight, 1);
 	conn_unlink(c);
 	xf_close(fd);
 	free(c->body);
 	free(c->out);
 	free(c);
-	return NULL;
 }
 
 /* --- Stopping. */
@@ -435,30 +440,61 @@ struct stop_arg {
 	int sfd, lfd;
 };
 
-/* Waits for SIGINT or SIGTERM, then closes the listener (the acceptor
- * wakes with EBADF) and ends the idle connections; busy ones end after
- * their answer. */
+static atomic_long serving; /* connections accepted and not yet closed */
+
+/* Waits for SIGINT or SIGTERM, then wakes the acceptor (which stops) and
+ * ends the idle connections; busy ones end after their answer. */
 static void *stop_on_signal(void *arg)
 {
 	struct stop_arg *a = arg;
+	struct pollfd p = {.fd = a->sfd, .events = POLLIN};
 	struct signalfd_siginfo si;
 
-	while (xf_fd_wait(a->sfd, POLLIN, 0) == 0 && read(a->sfd, &si, sizeof(si)) != sizeof(si))
+	while (xf_poll(&p, 1, -1) < 0 || read(a->sfd, &si, sizeof(si)) != sizeof(si))
 		;
 	atomic_store(&stopping, true);
-	xf_close(a->lfd);
-	xf_mutex_lock(&conns.lock);
+	if (threads)
+		shutdown(a->lfd, SHUT_RDWR); /* a blocked accept returns; a close would not end it */
+	else
+		xf_close(a->lfd); /* the acceptor fiber wakes with EBADF */
+	pthread_mutex_lock(&conns.lock);
 	for (struct conn *c = conns.head; c; c = c->next)
-		if (c->idle)
+		if (atomic_load(&c->idle))
 			shutdown(c->fd, SHUT_RD); /* its read returns 0 */
-	xf_mutex_unlock(&conns.lock);
+	pthread_mutex_unlock(&conns.lock);
 	return NULL;
+}
+
+static void *serve_thread(void *arg)
+{
+	serve(arg);
+	atomic_fetch_sub(&serving, 1);
+	return NULL;
+}
+
+/* A fiber per connection, or with --threads a kernel thread. */
+static int start(void *(*fn)(void *), void *arg)
+{
+	static xf_attr detached = {.detached = true, .worker = -1};
+	pthread_attr_t attr;
+	pthread_t t;
+	int err;
+
+	if (!threads)
+		return xf_spawn(NULL, fn, arg, &detached);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, XF_STACK_SIZE_DEFAULT);
+	err = pthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return err;
 }
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: example_httpd [--port P] [--workers N] [--slice-us S] "
-			"[--cooperative] [--header-timeout-ms T] [--idle-timeout-ms T]\n");
+			"[--cooperative] [--header-timeout-ms T] [--idle-timeout-ms T] "
+			"[--threads]\n");
 	exit(2);
 }
 
@@ -479,7 +515,6 @@ int main(int argc, char **argv)
 	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(addr);
 	xf_config cfg = {0};
-	xf_attr detached = XF_ATTR_INIT;
 	struct stop_arg stop;
 	struct rlimit nofile;
 	sigset_t sigs;
@@ -489,8 +524,9 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(opt, "--cooperative")) {
-			cfg.cooperative = true;
+		if (!strcmp(opt, "--cooperative") || !strcmp(opt, "--threads")) {
+			cfg.cooperative |= opt[2] == 'c';
+			threads |= opt[2] == 't';
 			continue;
 		}
 		if (!strcmp(opt, "--port"))
@@ -519,7 +555,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN); /* a client gone: EPIPE, not death */
-	err = xf_init(&cfg);
+	err = threads ? 0 : xf_init(&cfg);
 	if (err) {
 		fprintf(stderr, "example_httpd: xf_init: %s\n", strerror(err));
 		return 1;
@@ -534,10 +570,9 @@ int main(int argc, char **argv)
 	}
 	printf("listening on 127.0.0.1:%d\n", ntohs(addr.sin_port));
 	fflush(stdout);
-	detached.detached = true;
-	err = xf_spawn(NULL, stop_on_signal, &stop, &detached);
+	err = start(stop_on_signal, &stop);
 	if (err) {
-		fprintf(stderr, "example_httpd: xf_spawn: %s\n", strerror(err));
+		fprintf(stderr, "example_httpd: %s\n", strerror(err));
 		return 1;
 	}
 	for (;;) {
@@ -545,8 +580,13 @@ int main(int argc, char **argv)
 
 		if (fd >= 0) {
 			out_of_fds = false;
-			if (xf_spawn(NULL, serve, (void *)(intptr_t)fd, &detached))
+			atomic_fetch_add(&serving, 1);
+			if (start(serve_thread, (void *)(intptr_t)fd)) {
+				atomic_fetch_sub(&serving, 1);
 				xf_close(fd); /* no memory for its fiber: refuse it */
+			}
+		} else if (atomic_load(&stopping)) {
+			break;
 		} else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 			/* The connection waits in the backlog until a descriptor
 			 * is free: serve the others meanwhile. */
@@ -554,17 +594,22 @@ int main(int argc, char **argv)
 				fprintf(stderr, "example_httpd: accept: %s; trying again every 50 ms\n",
 					strerror(errno));
 			out_of_fds = true;
-			xf_sleep_ns(ACCEPT_RETRY_NS);
-		} else if (errno == EBADF && atomic_load(&stopping)) {
-			break;
+			if (threads)
+				usleep(ACCEPT_RETRY_NS / 1000);
+			else
+				xf_sleep_ns(ACCEPT_RETRY_NS);
 		} else if (errno != EINTR && errno != ECONNABORTED && errno != EPROTO) {
 			perror("example_httpd: accept");
 			return 1;
 		}
 	}
-	/* Stopping: every connection fiber ends once its requests are
-	 * answered, and xf_shutdown waits for them. */
-	err = xf_shutdown();
+	/* Stopping: every connection ends once its requests are answered. */
+	while (atomic_load(&serving))
+		if (threads)
+			usleep(1000);
+		else
+			xf_sleep_ns(1000000);
+	err = threads ? close(stop.lfd) : xf_shutdown(); /* and the signal's fiber */
 	close(stop.sfd);
 	fprintf(stderr, "example_httpd: stopped\n");
 	return err ? 1 : 0;
