@@ -15,7 +15,7 @@ CMAKE       ?= cmake
 # Debian packages: what the tests need (the HTTP example's parser), and what
 # the benchmark's peers, plots and validation use besides.
 CHECK_PACKAGES = libhttp-parser-dev
-BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk libboost-context-dev python3-matplotlib \
+BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk nghttp2-client libboost-context-dev python3-matplotlib \
 		 linux-perf rt-tests
 
 .PHONY: all check bench clean deps check-deps bench-deps

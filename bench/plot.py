@@ -1,11 +1,41 @@
 #!/usr/bin/env python3
 """Bar charts of `xfiber bench --json` results: one panel per workload, a bar
 per row (its mean) with the run-to-run standard deviation as error bars.
+With the server workload, one more panel: tail latency against offered load,
+a line per server (its mix-R%/SERVER rows: p99 of the short requests, the
+median over the runs).
 
 usage: plot.py RESULTS.json OUT.png   (xfiber bench --plot runs it for you)
 """
 import json
 import sys
+
+
+def latency_curves(panels):
+    """{server: [(load %, p99 us)]} from the server workload's mix rows."""
+    curves = {}
+    for w, rows in panels:
+        if w["name"] != "server":
+            continue
+        for r in rows:
+            name = r["name"]
+            if not name.startswith("mix-") or "%/" not in name:
+                continue
+            load, server = name[4:].split("%/", 1)
+            curves.setdefault(server, []).append((float(load), r["stats"]["median"]))
+    return {k: sorted(v) for k, v in curves.items()}
+
+
+def plot_curves(ax, curves):
+    for server, points in sorted(curves.items()):
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=server)
+    ax.set_yscale("log")
+    ax.set_xlabel("offered load, % of the cooperative server's capacity", fontsize=8)
+    ax.set_ylabel("p99 of short requests (us)", fontsize=8)
+    ax.set_title("server: tail latency of /spin?us=10 among 0.5% /spin?us=5000, open loop",
+                 fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
 
 
 def main(argv):
@@ -32,9 +62,14 @@ def main(argv):
         sys.stderr.write("plot.py: %s has no measured rows\n" % argv[1])
         return 1
 
+    curves = latency_curves(panels)
     heights = [max(1.5, 0.28 * len(rows) + 1.0) for _, rows in panels]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(10, sum(heights)),
+    if curves:
+        heights.append(4.0)
+    fig, axes = plt.subplots(len(heights), 1, figsize=(10, sum(heights)),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
+    if curves:
+        plot_curves(axes[-1, 0], curves)
     for ax, (w, rows) in zip(axes[:, 0], panels):
         names = [r["name"] + "  (" + r.get("pinning", "") + ")" for r in rows]
         means = [r["stats"]["mean"] for r in rows]

@@ -611,6 +611,5 @@ int main(int argc, char **argv)
 			xf_sleep_ns(1000000);
 	err = threads ? close(stop.lfd) : xf_shutdown(); /* and the signal's fiber */
 	close(stop.sfd);
-	fprintf(stderr, "example_httpd: stopped\n");
 	return err ? 1 : 0;
 }

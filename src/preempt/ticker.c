@@ -117,6 +117,20 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 	return true;
 }
 
+/* Whether any worker polled the descriptors since the last call. */
+static bool workers_polled(void)
+{
+	static uint64_t seen;
+	uint64_t polls = 0;
+	bool polled;
+
+	for (unsigned i = 0; i < xf__rt.nr_workers; i++)
+		polls += __atomic_load_n(&xf__rt.workers[i].stats.poller_calls, __ATOMIC_RELAXED);
+	polled = polls != seen;
+	seen = polls;
+	return polled;
+}
+
 /* Whether w's current fiber has kept it since the last look, and since
  * when (the first look that saw its switch count).  Updates the view. */
 static bool same_fiber(struct xf__worker *w, uint64_t now)
@@ -165,12 +179,13 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t tick_ns, uint64_t *ne
 	/* Fibers wait on descriptors and no worker sits in the poller: the
 	 * ticker polls for them when some worker has kept one fiber for a
 	 * slice, before it decides, so that what they wait for preempts that
-	 * fiber now.  Workers that switch poll on their own whenever their
-	 * queues run dry: a poll here would only take their events and cost
-	 * their CPU (the ticker may share it) a switch to this thread and back
-	 * at every tick. */
+	 * fiber now; and when no worker has polled since the last look (their
+	 * queues never ran dry: a fiber that yields in a loop keeps one
+	 * busy).  Otherwise workers poll on their own, and a poll here would
+	 * only take their events and cost their CPU (the ticker may share it)
+	 * a switch to this thread and back at every tick. */
 	if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed)) {
-		if (stuck && !xf__poller_busy())
+		if ((stuck || !workers_polled()) && !xf__poller_busy())
 			xf__poller_tick();
 		waiting = true;
 	}

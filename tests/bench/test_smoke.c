@@ -148,6 +148,24 @@ static void check_io(const struct xf_jv *row)
 		CHECK(extra(row, "switches") > 0);
 }
 
+static void check_server(const struct xf_jv *row)
+{
+	const char *name = xf_jv_str(row, "name", "?");
+
+	if (!strncmp(name, "root/", 5) || !strncmp(name, "spin10/", 7))
+		CHECK(extra(row, "requests_per_s") > 0);
+	if (!strncmp(name, "mix-", 4)) {
+		/* Every request counted was answered, and the quantiles are
+		 * in order. */
+		CHECK(extra(row, "answered_per_s") > 0 &&
+		      extra(row, "answered_per_s") == extra(row, "offered_per_s"));
+		CHECK(extra(row, "short_p50_us") > 0 &&
+		      extra(row, "short_p50_us") <= extra(row, "short_p99_us") &&
+		      extra(row, "short_p99_us") <= extra(row, "short_p999_us"));
+		CHECK(extra(row, "capacity_per_s") > 0);
+	}
+}
+
 static void check_row(const char *workload, const struct xf_jv *row)
 {
 	const struct xf_jv *samples = xf_jv_get(row, "samples");
@@ -178,11 +196,14 @@ static void check_row(const char *workload, const struct xf_jv *row)
 		check_fiber(row);
 	else if (!strcmp(workload, "io"))
 		check_io(row);
+	else if (!strcmp(workload, "server"))
+		check_server(row);
 }
 
 int main(int argc, char **argv)
 {
-	static const char *const all[] = {"sig", "ctx", "pipe", "messaging", "xsave", "fiber", "io"};
+	static const char *const all[] = {"sig",   "ctx", "pipe",  "messaging",
+					  "xsave", "fiber", "io", "server"};
 	static struct run_result r;
 	char json[256], opt[300], err[256];
 	const struct xf_jv *workloads;

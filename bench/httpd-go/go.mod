@@ -1,0 +1,3 @@
+module xfiber/bench/httpd-go
+
+go 1.21
