@@ -1,20 +1,17 @@
 /* An HTTP/1.1 server on xfiber: a fiber per connection, keep-alive and
- * pipelining, requests parsed by http-parser (docs/io.md says why that one).
+ * pipelining; requests and answers are http.c's.
  *
  *   example_httpd [--port P] [--workers N] [--slice-us S] [--cooperative]
  *                 [--header-timeout-ms T] [--idle-timeout-ms T] [--threads]
  *
  * Port 0 (the default) picks a free port; the first line printed is
- * "listening on 127.0.0.1:PORT".  Workers default to one per CPU.
- *
- *   GET /            200, "ok"
- *   GET /spin?us=N   200 after N microseconds of AVX-512 work (spin.h), ZMM
- *                    registers live throughout; the body is its checksum
- *   POST /echo       the request body back (up to 1 MiB, else 413)
- *   anything else    404; a malformed request 400 and a close; headers over
- *                    16 KiB 431; headers still incomplete after the header
- *                    timeout (10 s) 408 and a close; an idle keep-alive
- *                    connection is closed after the idle timeout (60 s)
+ * "listening on 127.0.0.1:PORT".  Workers default to one per CPU.  The
+ * routes are http.h's: GET /, GET /spin?us=N (AVX-512 work with ZMM
+ * registers live throughout, so a preemption must keep them), POST /echo.
+ * Headers still incomplete after the header timeout (10 s) get 408 and a
+ * close; an idle keep-alive connection is closed after the idle timeout
+ * (60 s).  Out of descriptors (EMFILE), it goes on serving and accepts
+ * again a little later.
  *
  * SIGINT or SIGTERM: it stops accepting, finishes the requests in flight,
  * closes idle connections and exits 0.
@@ -22,13 +19,10 @@
  * --threads serves each connection on a kernel thread instead, without
  * xfiber (its calls are then the plain ones) and without the timeouts: the
  * thread-per-connection peer of `xfiber bench server`, the same program
- * but for the scheduling.  Out of descriptors (EMFILE), it
- * goes on serving and accepts again a little later.
+ * but for the scheduling.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
-#include <http_parser.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -45,39 +39,19 @@
 #include <unistd.h>
 #include <xfiber.h>
 
-#include "spin.h"
+#include "http.h"
 
-#define HEADERS_MAX (16 * 1024)	 /* beyond: 431 */
-#define BODY_MAX    (1024 * 1024) /* of a POST /echo; beyond: 413 */
-#define URL_MAX	    2048	  /* beyond: 414 */
-#define SPIN_US_MAX 1000000	  /* /spin's longest: one second */
 #define ACCEPT_RETRY_NS (50 * 1000 * 1000) /* after EMFILE */
 
 static uint64_t header_timeout_ns = 10ull * 1000 * 1000 * 1000;
 static uint64_t idle_timeout_ns = 60ull * 1000 * 1000 * 1000;
 
-/* One connection; it lives on its fiber's stack. */
+/* One connection, and its fiber's. */
 struct conn {
+	struct http_conn http;
 	int fd;
-	http_parser parser;
 	struct conn *prev, *next; /* in `conns`, for the stop */
 	atomic_bool idle;	  /* waiting for the first byte of a request */
-
-	/* The request being parsed. */
-	bool begun, headers_done, complete;
-	int refuse;		  /* a status that ends the connection, or 0 */
-	size_t header_bytes;
-	uint64_t deadline_ns; /* for the headers to arrive */
-	char url[URL_MAX];
-	size_t url_len;
-	bool keep_body; /* POST /echo: the body is the answer */
-	char *body;
-	size_t body_len, body_cap;
-
-	/* Responses not yet written: pipelined requests are answered at once. */
-	char *out;
-	size_t out_len, out_cap;
-
 	char in[16 * 1024];
 };
 
@@ -91,231 +65,15 @@ static struct {
 static atomic_bool stopping;
 static bool threads; /* --threads: a kernel thread per connection, no xfiber */
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static bool grow(char **buf, size_t *cap, size_t need)
-{
-	size_t cap2 = *cap ? *cap : 4096;
-	char *p;
-
-	if (need <= *cap)
-		return true;
-	while (cap2 < need)
-		cap2 *= 2;
-	p = realloc(*buf, cap2);
-	if (!p)
-		return false;
-	*buf = p;
-	*cap = cap2;
-	return true;
-}
-
-static void append(struct conn *c, const char *p, size_t n)
-{
-	if (!grow(&c->out, &c->out_cap, c->out_len + n)) {
-		c->refuse = 503; /* cannot answer: drop the connection */
-		return;
-	}
-	memcpy(c->out + c->out_len, p, n);
-	c->out_len += n;
-}
-
-static const char *reason(int status)
-{
-	switch (status) {
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 408: return "Request Timeout";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 431: return "Request Header Fields Too Large";
-	default: return "Service Unavailable";
-	}
-}
-
-static void respond(struct conn *c, int status, const char *body, size_t len, bool close)
-{
-	char head[256];
-	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n%s\r\n",
-			 status, reason(status), len, close ? "Connection: close\r\n" : "");
-
-	append(c, head, (size_t)n);
-	append(c, body, len);
-}
-
-/* --- The parser's callbacks: they only collect. */
-
-static int on_message_begin(http_parser *p)
-{
-	struct conn *c = p->data;
-
-	c->begun = true;
-	c->headers_done = c->complete = c->keep_body = false;
-	c->header_bytes = c->url_len = c->body_len = 0;
-	c->deadline_ns = now_ns() + header_timeout_ns;
-	return 0;
-}
-
-static int count_header(struct conn *c, size_t n)
-{
-	c->header_bytes += n;
-	if (c->header_bytes > HEADERS_MAX) {
-		c->refuse = 431;
-		return -1;
-	}
-	return 0;
-}
-
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-	struct conn *c = p->data;
-
-	if (c->url_len + n >= sizeof(c->url)) {
-		c->refuse = 414;
-		return -1;
-	}
-	memcpy(c->url + c->url_len, at, n);
-	c->url_len += n;
-	return count_header(c, n);
-}
-
-/* Field and value bytes, and 4 for ": " and the line's CRLF. */
-static int on_header_field(http_parser *p, const char *at, size_t n)
-{
-	(void)at;
-	return count_header(p->data, n + 2);
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t n)
-{
-	(void)at;
-	return count_header(p->data, n + 2);
-}
-
-static bool is_path(const struct conn *c, const char *path)
-{
-	size_t n = strlen(path);
-
-	return c->url_len >= n && !memcmp(c->url, path, n) &&
-	       (c->url_len == n || c->url[n] == '?');
-}
-
-static int on_headers_complete(http_parser *p)
-{
-	struct conn *c = p->data;
-
-	c->headers_done = true;
-	c->keep_body = p->method == HTTP_POST && is_path(c, "/echo");
-	if (c->keep_body && p->content_length != ULLONG_MAX && p->content_length > BODY_MAX) {
-		c->refuse = 413;
-		return -1;
-	}
-	return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t n)
-{
-	struct conn *c = p->data;
-
-	if (!c->keep_body)
-		return 0;
-	if (c->body_len + n > BODY_MAX) {
-		c->refuse = 413;
-		return -1;
-	}
-	if (!grow(&c->body, &c->body_cap, c->body_len + n)) {
-		c->refuse = 503;
-		return -1;
-	}
-	memcpy(c->body + c->body_len, at, n);
-	c->body_len += n;
-	return 0;
-}
-
-/* Stops the parser after each request, which is answered before the next
- * one (pipelining) is parsed. */
-static int on_message_complete(http_parser *p)
-{
-	struct conn *c = p->data;
-
-	c->complete = true;
-	http_parser_pause(p, 1);
-	return 0;
-}
-
-static const http_parser_settings settings = {
-	.on_message_begin = on_message_begin,
-	.on_url = on_url,
-	.on_header_field = on_header_field,
-	.on_header_value = on_header_value,
-	.on_headers_complete = on_headers_complete,
-	.on_body = on_body,
-	.on_message_complete = on_message_complete,
-};
-
-/* --- Routes. */
-
-/* us=N from the query, N digits only; -1 if absent or malformed. */
-static long spin_us(const struct conn *c)
-{
-	const char *q = memchr(c->url, '?', c->url_len), *end = c->url + c->url_len;
-	long us = 0;
-
-	if (!q || end - q < 5 || memcmp(q, "?us=", 4))
-		return -1;
-	for (q += 4; q < end; q++) {
-		if (*q < '0' || *q > '9' || us > SPIN_US_MAX)
-			return -1;
-		us = us * 10 + (*q - '0');
-	}
-	return us <= SPIN_US_MAX ? us : -1;
-}
-
-/* Answers the request; whether the connection ends after it (asked for,
- * or the server stopping meanwhile). */
-static bool answer(struct conn *c, bool close)
-{
-	const http_parser *p = &c->parser;
-	char sum[32];
-	int status = 404, n = 0;
-	const char *body = "not found\n";
-	size_t len = 10;
-
-	if (p->method == HTTP_GET && c->url_len == 1 && c->url[0] == '/') {
-		status = 200, body = "ok", len = 2;
-	} else if (p->method == HTTP_GET && is_path(c, "/spin")) {
-		long us = spin_us(c);
-
-		if (us < 0) {
-			status = 400, body = "us=MICROSECONDS, at most 1000000\n", len = 33;
-		} else {
-			n = snprintf(sum, sizeof(sum), "%016llx\n",
-				     (unsigned long long)spin_work((uint64_t)us));
-			status = 200, body = sum, len = (size_t)n;
-		}
-	} else if (c->keep_body) {
-		status = 200, body = c->body ? c->body : "", len = c->body_len;
-	}
-	close = close || atomic_load(&stopping);
-	respond(c, status, body, len, close);
-	return close;
-}
 
 /* --- A connection's life. */
 
 static bool flush(struct conn *c)
 {
-	bool ok = c->out_len == 0 || xf_write(c->fd, c->out, c->out_len) == (ssize_t)c->out_len;
+	struct http_conn *h = &c->http;
+	bool ok = h->out_len == 0 || xf_write(c->fd, h->out, h->out_len) == (ssize_t)h->out_len;
 
-	c->out_len = 0;
+	h->out_len = 0;
 	return ok;
 }
 
@@ -352,48 +110,19 @@ static bool set_idle(struct conn *c, bool idle)
 	return !(idle && atomic_load(&stopping));
 }
 
-/* Parses and answers what was read; false when the connection must end. */
-static bool handle_input(struct conn *c, size_t len)
-{
-	size_t off = 0;
-
-	while (off < len) {
-		size_t n = http_parser_execute(&c->parser, &settings, c->in + off, len - off);
-		enum http_errno err = HTTP_PARSER_ERRNO(&c->parser);
-
-		off += n;
-		if (c->refuse) {
-			respond(c, c->refuse, reason(c->refuse), strlen(reason(c->refuse)), true);
-			return false;
-		}
-		if (err == HPE_PAUSED && c->complete) {
-			bool close = answer(c, !http_should_keep_alive(&c->parser) ||
-						       c->parser.upgrade);
-
-			c->begun = false;
-			if (close || c->refuse)
-				return false;
-			http_parser_pause(&c->parser, 0);
-		} else if (err != HPE_OK) {
-			respond(c, 400, "malformed request\n", 18, true);
-			return false;
-		}
-	}
-	return true;
-}
-
 static void serve(void *arg)
 {
 	struct conn *c = calloc(1, sizeof(*c));
+	struct http_conn *h;
 	int fd = (int)(intptr_t)arg;
 
 	if (!c) {
 		xf_close(fd);
 		return;
 	}
+	h = &c->http;
 	c->fd = fd;
-	http_parser_init(&c->parser, HTTP_REQUEST);
-	c->parser.data = c;
+	http_conn_init(h, &stopping);
 	conn_link(c);
 	for (;;) {
 		uint64_t wait_ns = idle_timeout_ns;
@@ -401,36 +130,34 @@ static void serve(void *arg)
 
 		if (!flush(c))
 			break;
-		if (c->begun) {
-			uint64_t now = now_ns();
+		if (h->begun && !h->headers_done) {
+			uint64_t now = http_now_ns(), deadline = h->began_ns + header_timeout_ns;
 
-			if (!c->headers_done && now >= c->deadline_ns) {
-				respond(c, 408, "request timeout\n", 16, true);
+			if (now >= deadline) {
+				http_conn_timed_out(h);
 				flush(c);
 				break;
 			}
-			if (!c->headers_done)
-				wait_ns = c->deadline_ns - now;
-		} else if (!set_idle(c, true)) {
+			wait_ns = deadline - now;
+		} else if (!h->begun && !set_idle(c, true)) {
 			break; /* stopping, and nothing in flight here */
 		}
 		if (!threads)
 			xf_fd_set_timeout(fd, wait_ns, idle_timeout_ns);
 		n = xf_read(fd, c->in, sizeof(c->in));
 		set_idle(c, false);
-		if (n < 0 && errno == ETIMEDOUT && c->begun && !c->headers_done)
+		if (n < 0 && errno == ETIMEDOUT && h->begun && !h->headers_done)
 			continue; /* the deadline check above answers 408 */
 		if (n <= 0)
 			break; /* closed, reset, or idle too long */
-		if (!handle_input(c, (size_t)n)) {
+		if (!http_conn_input(h, c->in, (size_t)n)) {
 			flush(c);
 			break;
 		}
 	}
 	conn_unlink(c);
 	xf_close(fd);
-	free(c->body);
-	free(c->out);
+	http_conn_release(h);
 	free(c);
 }
 

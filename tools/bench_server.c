@@ -5,6 +5,7 @@
  *   xfiber     example_httpd, 1 worker, 1000 us slices (or as the row says)
  *   coop       example_httpd --cooperative: the same without preemption
  *   go         bench/httpd-go: net/http, GOMAXPROCS=1
+ *   libuv      bench/httpd-libuv: one libuv event loop
  *   threads    example_httpd --threads: a kernel thread per connection
  *
  * Each server is pinned to the first CPU and its load to the second.
@@ -52,8 +53,8 @@
 #define MIX_CONNS	256
 #define MIX_LONG	0.005
 
-enum server { SRV_XFIBER, SRV_COOP, SRV_GO, SRV_THREADS, SRV_N };
-static const char *const server_names[SRV_N] = {"xfiber", "coop", "go", "threads"};
+enum server { SRV_XFIBER, SRV_COOP, SRV_GO, SRV_LIBUV, SRV_THREADS, SRV_N };
+static const char *const server_names[SRV_N] = {"xfiber", "coop", "go", "libuv", "threads"};
 
 /* .test of a row: what it measures. */
 enum { T_ROOT, T_SPIN10, T_MIX, T_AGREE };
@@ -76,6 +77,14 @@ static const char *missing(enum server s)
 						       : NULL;
 #else
 		return "Go was not found when xfiber was built";
+#endif
+	}
+	if (s == SRV_LIBUV) {
+#ifdef XF_BENCH_HTTPD_UV
+		return access(XF_BENCH_HTTPD_UV, X_OK) ? "the libuv server is missing: rebuild xfiber"
+						       : NULL;
+#else
+		return "libuv was not found when xfiber was built (Debian libuv1-dev: make deps)";
 #endif
 	}
 	return access(XF_BENCH_HTTPD, X_OK) ? "example_httpd is missing: rebuild xfiber" : NULL;
@@ -138,6 +147,12 @@ static int server_start(enum server s, unsigned slice_us, int cpu, struct runnin
 #ifdef XF_BENCH_HTTPD_GO
 		argv[n++] = XF_BENCH_HTTPD_GO;
 		argv[n++] = "-workers";
+		argv[n++] = "1";
+#endif
+	} else if (s == SRV_LIBUV) {
+#ifdef XF_BENCH_HTTPD_UV
+		argv[n++] = XF_BENCH_HTTPD_UV;
+		argv[n++] = "--workers";
 		argv[n++] = "1";
 #endif
 	} else {
@@ -574,6 +589,7 @@ static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 		if (o->quick)
 			continue;
 		add_row(o, plan, T_MIX, SRV_GO, 1000, loads[l]);
+		add_row(o, plan, T_MIX, SRV_LIBUV, 1000, loads[l]);
 		add_row(o, plan, T_MIX, SRV_THREADS, 1000, loads[l]);
 	}
 	return 0;
@@ -589,8 +605,8 @@ XF_BENCH_VARIANT(server_variant) = {
 
 XF_BENCH_WORKLOAD(server_workload) = {
     .name = "server",
-    .summary = "HTTP servers: example_httpd against Go net/http and a thread per connection; "
-	       "throughput (wrk) and tail latency under a mix (open loop)",
+    .summary = "HTTP servers: example_httpd against Go net/http, libuv and a thread per "
+	       "connection; throughput (wrk) and tail latency under a mix (open loop)",
     .what = "microseconds: per request (root, spin10), p99 of short requests (mix); lower is "
 	    "better",
     .unit = "us",
