@@ -33,7 +33,7 @@ int main(int argc, char **argv)
 	if (bind(lfd, (struct sockaddr *)&addr, len) || listen(lfd, 128) ||
 	    getsockname(lfd, (struct sockaddr *)&addr, &len))
 		return perror("listen"), 1;
-	printf("listening on port %d\n", ntohs(addr.sin_port));
+	printf("listening on 127.0.0.1:%d\n", ntohs(addr.sin_port));
 	fflush(stdout);
 	while ((fd = xf_accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
 		if (xf_spawn(NULL, serve, (void *)(intptr_t)fd, &detached))

@@ -215,7 +215,7 @@ typedef enum xf_io_backend {
 } xf_io_backend;
 
 typedef struct xf_config {
-	unsigned workers;  /* worker threads; 0 = one per online CPU */
+	unsigned workers;  /* worker threads; 0 = one per CPU the process may run on */
 	size_t stack_size; /* default fiber stack; 0 = XF_STACK_SIZE_DEFAULT */
 	unsigned slice_us; /* preemption time slice; 0 = XF_SLICE_US_DEFAULT */
 	bool amx;          /* request AMX permission and size stacks for AMX frames */

@@ -93,18 +93,20 @@ static double uniform01(uint64_t *state)
 	return ((double)(next_random(state) >> 11) + 0.5) / 9007199254740992.0;
 }
 
-static int open_conn(int port, int ep, struct conn *c)
+/* A connection to port on loopback, in *fd, watched by ep for input with
+ * data `ptr`. */
+static int open_conn(int port, int ep, int *fd, void *ptr)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ptr};
 
-	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
+	*fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*fd < 0)
 		return errno;
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
-	if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) ||
-	    epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev))
+	setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+	if (connect(*fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, *fd, &ev))
 		return errno;
 	return 0;
 }
@@ -300,7 +302,7 @@ int xf_loadgen_run(const struct xf_loadgen_opts *o, struct xf_loadgen_result *re
 	for (unsigned i = 0; i < o->conns; i++)
 		r.conns[i].fd = -1;
 	for (unsigned i = 0; !err && i < o->conns; i++)
-		err = open_conn(o->port, ep, &r.conns[i]);
+		err = open_conn(o->port, ep, &r.conns[i].fd, &r.conns[i]);
 	if (err) {
 		snprintf(note, note_size, "cannot connect to port %d: %s", o->port, strerror(err));
 		goto out;
@@ -321,6 +323,87 @@ out:
 	free(r.conns);
 	free(r.shorts.v);
 	free(r.longs.v);
+	if (ep >= 0)
+		close(ep);
+	return err;
+}
+
+/* --- echo --- */
+
+struct echo_conn {
+	int fd;
+	size_t got; /* bytes of this round trip back so far */
+};
+
+int xf_loadgen_echo(int port, unsigned conns, size_t size, double warmup_s, double seconds,
+		    double *rate, char *note, size_t note_size)
+{
+	struct echo_conn *c = calloc(conns, sizeof(*c));
+	char *msg = calloc(1, size), buf[65536];
+	int ep = epoll_create1(EPOLL_CLOEXEC), err = 0;
+	uint64_t start, end, trips = 0;
+
+	*rate = 0;
+	if (!c || !msg || ep < 0 || size > sizeof(buf)) {
+		err = ep < 0 ? errno : ENOMEM;
+		snprintf(note, note_size, "echo load: %s", strerror(err));
+		goto out;
+	}
+	memset(msg, 'e', size);
+	for (unsigned i = 0; i < conns; i++)
+		c[i].fd = -1;
+	for (unsigned i = 0; !err && i < conns; i++)
+		err = open_conn(port, ep, &c[i].fd, &c[i]);
+	if (err) {
+		snprintf(note, note_size, "echo load: cannot connect %u times to port %d: %s", conns,
+			 port, strerror(err));
+		goto out;
+	}
+	start = now_ns() + (uint64_t)(warmup_s * 1e9);
+	end = start + (uint64_t)(seconds * 1e9);
+	for (unsigned i = 0; !err && i < conns; i++)
+		if (send(c[i].fd, msg, size, MSG_NOSIGNAL) != (ssize_t)size)
+			err = errno ? errno : EIO;
+	while (!err) {
+		struct epoll_event ev[64];
+		int n = epoll_wait(ep, ev, 64, 100);
+		uint64_t now = now_ns();
+
+		if (now >= end)
+			break;
+		if (n < 0 && errno != EINTR)
+			err = errno;
+		for (int i = 0; i < n && !err; i++) {
+			struct echo_conn *e = ev[i].data.ptr;
+			ssize_t got = recv(e->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+			if (got <= 0) {
+				err = got == 0 ? ECONNRESET : errno == EAGAIN ? 0 : errno;
+				continue;
+			}
+			e->got += (size_t)got;
+			if (e->got < size)
+				continue;
+			if (e->got > size) {
+				err = EPROTO; /* more than was sent */
+				continue;
+			}
+			e->got = 0;
+			trips += now >= start;
+			if (send(e->fd, msg, size, MSG_NOSIGNAL) != (ssize_t)size)
+				err = errno ? errno : EIO;
+		}
+	}
+	if (err)
+		snprintf(note, note_size, "echo load: %s", strerror(err));
+	else
+		*rate = (double)trips / seconds;
+out:
+	for (unsigned i = 0; c && i < conns; i++)
+		if (c[i].fd >= 0)
+			close(c[i].fd);
+	free(c);
+	free(msg);
 	if (ep >= 0)
 		close(ep);
 	return err;

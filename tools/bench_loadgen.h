@@ -41,4 +41,11 @@ struct xf_loadgen_result {
 int xf_loadgen_run(const struct xf_loadgen_opts *o, struct xf_loadgen_result *r, char *note,
 		   size_t note_size);
 
+/* An echo server's load: conns connections, each sending size bytes and
+ * waiting for them to come back, again and again (closed loop), counted
+ * for seconds after warmup_s.  *rate: round trips per second of them all.
+ * 0, or an errno value with one line in note. */
+int xf_loadgen_echo(int port, unsigned conns, size_t size, double warmup_s, double seconds,
+		    double *rate, char *note, size_t note_size);
+
 #endif

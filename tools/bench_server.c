@@ -22,6 +22,11 @@
  *            the notes give p50 and p99.9
  *
 
+ *   echo-1000/SERVER
+ *            examples/echo.c (xfiber) against Go's goroutine per connection:
+ *            1,000 connections, each sending 512 bytes and waiting for
+ *            them back, again and again, for 1 s; the value is microseconds
+ *            per round trip of them all (1e6 / round trips per second)
  *   agree/TOOL
  *            the load generator checked against wrk and h2load at low load:
  *            each one's mean latency of GET /spin?us=10 over one connection,
@@ -38,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,12 +58,14 @@
 #define MIX_SECONDS	1.5
 #define MIX_CONNS	256
 #define MIX_LONG	0.005
+#define ECHO_CONNS	1000
+#define ECHO_SIZE	512
 
 enum server { SRV_XFIBER, SRV_COOP, SRV_GO, SRV_LIBUV, SRV_THREADS, SRV_N };
 static const char *const server_names[SRV_N] = {"xfiber", "coop", "go", "libuv", "threads"};
 
 /* .test of a row: what it measures. */
-enum { T_ROOT, T_SPIN10, T_MIX, T_AGREE };
+enum { T_ROOT, T_SPIN10, T_MIX, T_AGREE, T_ECHO };
 
 /* Tools that measure the same thing at low load (T_AGREE's .size). */
 enum { BY_LOADGEN, BY_WRK, BY_H2LOAD, BY_N };
@@ -134,6 +142,8 @@ static void read_output(int fd, char *buf, size_t size, bool first_line)
 	buf[used] = 0;
 }
 
+/* slice_us 0: the echo server of that kind (xfiber's examples/echo.c, Go's
+ * -echo) instead of the HTTP one. */
 static int server_start(enum server s, unsigned slice_us, int cpu, struct running *r, char *note,
 			size_t note_size)
 {
@@ -148,7 +158,11 @@ static int server_start(enum server s, unsigned slice_us, int cpu, struct runnin
 		argv[n++] = XF_BENCH_HTTPD_GO;
 		argv[n++] = "-workers";
 		argv[n++] = "1";
+		if (!slice_us)
+			argv[n++] = "-echo";
 #endif
+	} else if (!slice_us) {
+		argv[n++] = XF_BENCH_ECHO; /* one worker: it may run on one CPU */
 	} else if (s == SRV_LIBUV) {
 #ifdef XF_BENCH_HTTPD_UV
 		argv[n++] = XF_BENCH_HTTPD_UV;
@@ -425,7 +439,7 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 	 * take longer than --timeout. */
 	alarm(o->timeout > 1 ? (unsigned)o->timeout : 1);
 	rc = server_start(s, slice_us, scpu, &srv, note, sizeof(note));
-	if (!rc)
+	if (!rc && slice_us)
 		rc = check_server(srv.port, lcpu, note, sizeof(note));
 	for (unsigned i = 0; !rc && !warmup && i < plan->nrows; i++) {
 		struct xf_bench_row *row = &plan->rows[i];
@@ -435,6 +449,20 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 		if (row->skip[0] || row->p.groups != (unsigned)s || row->p.loops != slice_us)
 			continue;
 		memset(&row->last, 0, sizeof(row->last));
+		if (row->p.test == T_ECHO) {
+			double trips;
+
+			xf_bench_pin(&lcpu, 1);
+			rc = xf_loadgen_echo(srv.port, ECHO_CONNS, ECHO_SIZE, quick ? 0.05 : 0.3,
+					     quick ? 0.2 : 1, &trips, note, sizeof(note));
+			xf_bench_pin(NULL, 0);
+			if (rc)
+				break;
+			put(row, run, 1e6 / trips);
+			snprintf(row->last.note, sizeof(row->last.note), "%.0f round trips/s", trips);
+			xf_bench_sample_extra(&row->last, "round_trips_per_s", trips);
+			continue;
+		}
 		if (row->p.test == T_AGREE) {
 			rc = agree_run(row, run, srv.port, lcpu, note, sizeof(note));
 			if (rc)
@@ -529,6 +557,21 @@ static int server_measure_all(const struct xf_bench_opts *o, struct xf_bench_pla
 	return rc ? -1 : 0;
 }
 
+/* Raises the soft descriptor limit to the hard one, for this process and
+ * the servers it starts; whether the echo rows' connections fit. */
+static bool enough_descriptors(void)
+{
+	struct rlimit lim;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim))
+		return false;
+	if (lim.rlim_cur < lim.rlim_max) {
+		lim.rlim_cur = lim.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &lim);
+	}
+	return lim.rlim_cur >= ECHO_CONNS + 100;
+}
+
 static void add_row(const struct xf_bench_opts *o, struct xf_bench_plan *plan, int test,
 		    enum server s, unsigned slice_us, unsigned load)
 {
@@ -544,6 +587,8 @@ static void add_row(const struct xf_bench_opts *o, struct xf_bench_plan *plan, i
 		snprintf(name, sizeof(name), "%s", server_names[s]);
 	if (test == T_AGREE)
 		row = xf_bench_plan_add(plan, &p, NULL, "agree/%s", tool_names[load]);
+	else if (test == T_ECHO)
+		row = xf_bench_plan_add(plan, &p, NULL, "echo-%u/%s", ECHO_CONNS, server_names[s]);
 	else if (test == T_MIX)
 		row = xf_bench_plan_add(plan, &p, NULL, "mix-%u%%/%s", load, name);
 	else
@@ -559,6 +604,8 @@ static void add_row(const struct xf_bench_opts *o, struct xf_bench_plan *plan, i
 		why = h2load_missing();
 	if (!why && o->ncpus < 2)
 		why = "needs two CPUs: one for the server, one for its load";
+	if (!why && test == T_ECHO && !enough_descriptors())
+		why = "RLIMIT_NOFILE's hard limit is too low for 1,000 connections each side";
 	if (why)
 		snprintf(row->skip, sizeof(row->skip), "%s", why);
 }
@@ -579,6 +626,8 @@ static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 		for (enum server s = SRV_XFIBER; s < SRV_N; s++)
 			if (s != SRV_COOP)
 				add_row(o, plan, t, s, 1000, 0);
+	add_row(o, plan, T_ECHO, SRV_XFIBER, 0, 0);
+	add_row(o, plan, T_ECHO, SRV_GO, 0, 0);
 	if (!o->suite && !o->quick)
 		for (int t = BY_LOADGEN; t < BY_N; t++)
 			add_row(o, plan, T_AGREE, SRV_XFIBER, 1000, (unsigned)t);

@@ -1,13 +1,17 @@
 // Command xfiber-httpd-go is the Go peer of `xfiber bench server`:
 // examples/httpd.c's routes on net/http, with the same work.
 //
-//	xfiber-httpd-go [-port P] [-workers N]
+//	xfiber-httpd-go [-port P] [-workers N] [-echo]
 //
 // GOMAXPROCS is the number of workers (default 1).  The first line printed
 // is "listening on 127.0.0.1:PORT".  GET / answers "ok"; GET /spin?us=N
 // runs N microseconds of the vector work of examples/spin.c (spin.go) and
 // answers its checksum; POST /echo answers the body (up to 1 MiB); the rest
 // is 404.  SIGINT or SIGTERM: in-flight requests finish, then exit 0.
+//
+// -echo serves examples/echo.c's protocol instead, the peer of the echo
+// rows: every byte a connection sends comes back, a goroutine per
+// connection reading and writing through a 4 KiB buffer, as echo.c does.
 package main
 
 import (
@@ -67,6 +71,7 @@ func echo(w http.ResponseWriter, r *http.Request) {
 func main() {
 	port := flag.Int("port", 0, "port to listen on (0: any free one)")
 	workers := flag.Int("workers", 1, "GOMAXPROCS")
+	echoOnly := flag.Bool("echo", false, "a TCP echo server instead")
 	flag.Parse()
 	runtime.GOMAXPROCS(*workers)
 
@@ -77,6 +82,10 @@ func main() {
 	}
 	fmt.Printf("listening on %s\n", ln.Addr())
 	os.Stdout.Sync()
+	if *echoOnly {
+		serveEcho(ln)
+		return
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", root)
@@ -98,4 +107,35 @@ func main() {
 		os.Exit(1)
 	}
 	<-done
+}
+
+func serveEcho(ln net.Listener) {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-stop
+		os.Exit(0)
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "xfiber-httpd-go:", err)
+			os.Exit(1)
+		}
+		go func(c net.Conn) {
+			defer c.Close()
+			buf := make([]byte, 4096)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}(c)
+	}
 }

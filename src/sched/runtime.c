@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,10 +144,21 @@ static void release_workers(unsigned started)
 	xf__fiber_arena_release();
 }
 
+/* The CPUs this process may run on (its affinity mask, as nproc counts
+ * them; a container's cpuset or taskset narrows it), else the online ones. */
+static unsigned usable_cpus(void)
+{
+	cpu_set_t set;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	return online > 0 ? (unsigned)online : 1;
+}
+
 static int start(const xf_config *cfg)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned n = cfg->workers ? cfg->workers : (unsigned)(cpus > 0 ? cpus : 1);
+	unsigned n = cfg->workers ? cfg->workers : usable_cpus();
 	struct xf__worker *w0;
 	struct xf_fiber *idle0;
 	unsigned started = 1;

@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 	close(out[1]);
 	f = fdopen(out[0], "r");
 	CHECK(f && fgets(line, sizeof(line), f));
-	if (sscanf(line, "listening on port %d", &port) != 1 || port <= 0)
+	if (sscanf(line, "listening on 127.0.0.1:%d", &port) != 1 || port <= 0)
 		xf_test_fail("the server said: %s", line);
 	for (uintptr_t i = 0; i < CLIENTS; i++)
 		CHECK(pthread_create(&t[i], NULL, client, (void *)(i + 1)) == 0);
