@@ -353,6 +353,14 @@ static int mix_run(int port, double rate, int cpu, uint64_t seed, struct xf_load
 	return err;
 }
 
+/* Keeps this run's extras for the JSON's extra_runs (the runner does it
+ * for rows it times itself; these are measured here). */
+static void keep_extras(struct xf_bench_row *row, unsigned run)
+{
+	for (unsigned e = 0; e < row->last.nextra; e++)
+		row->extra_runs[run][e] = row->last.extra[e].value;
+}
+
 static void put(struct xf_bench_row *row, unsigned run, double value)
 {
 	row->samples[run] = value;
@@ -423,6 +431,7 @@ static void agree_verdict(struct xf_bench_plan *plan, unsigned run)
 		xf_bench_sample_extra(&by[BY_LOADGEN]->last,
 				      t == BY_WRK ? "wrk_over_loadgen" : "h2load_over_loadgen", ratio);
 	}
+	keep_extras(by[BY_LOADGEN], run);
 }
 
 /* What one server does in a run: its throughput rows, then its mix rows. */
@@ -461,6 +470,7 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 			put(row, run, 1e6 / trips);
 			snprintf(row->last.note, sizeof(row->last.note), "%.0f round trips/s", trips);
 			xf_bench_sample_extra(&row->last, "round_trips_per_s", trips);
+			keep_extras(row, run);
 			continue;
 		}
 		if (row->p.test == T_AGREE) {
@@ -479,6 +489,7 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 			put(row, run, 1e6 / rps);
 			snprintf(row->last.note, sizeof(row->last.note), "%.0f requests/s", rps);
 			xf_bench_sample_extra(&row->last, "requests_per_s", rps);
+			keep_extras(row, run);
 			continue;
 		}
 		rc = mix_run(srv.port, capacity * row->p.size / 100.0, lcpu, 1000 + run, &res,
@@ -496,6 +507,7 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 		xf_bench_sample_extra(&row->last, "offered_per_s", res.offered_rate);
 		xf_bench_sample_extra(&row->last, "answered_per_s", res.done_rate);
 		xf_bench_sample_extra(&row->last, "capacity_per_s", capacity);
+		keep_extras(row, run);
 	}
 	if (srv.pid > 0)
 		server_stop(&srv);
