@@ -176,7 +176,8 @@ int xf_bench_spawn(char *const argv[], char *const env[], pid_t *pid, int *out_f
 	if (!envp)
 		return ENOMEM;
 	/* The extra strings first: getenv() takes the first match. */
-	memcpy(envp, env, k * sizeof(*envp));
+	if (k)
+		memcpy(envp, env, k * sizeof(*envp));
 	memcpy(envp + k, environ, n * sizeof(*envp));
 	if (pipe2(fds, O_CLOEXEC)) {
 		free(envp);
