@@ -259,13 +259,17 @@ typedef struct xf_attr {
 	bool detached;     /* start detached: nobody joins it */
 	bool pinned;       /* never migrates: runs only on `worker` */
 	int worker;        /* with pinned: the worker; -1 = the spawning fiber's worker */
+	const char *name;  /* for debuggers and dumps: copied, up to XF_NAME_MAX - 1 bytes
+			    * kept; NULL = none */
 } xf_attr;
 
-#define XF_ATTR_INIT {0, false, false, -1}
+#define XF_ATTR_INIT {0, false, false, -1, NULL}
+#define XF_NAME_MAX 32
 
 /* Starts fn(arg) in a new fiber.  *out (may be NULL for a detached fiber)
  * receives the handle.  EINVAL for a NULL fn, a bad attr, or out == NULL on
- * a joinable fiber; EPERM when the runtime is not running; ENOMEM. */
+ * a joinable fiber; EPERM when the runtime is not running; ENOMEM.  A named
+ * fiber (attr->name) costs a 32-byte allocation, freed with the fiber. */
 XF_API int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr);
 
 /* Waits for f to finish and frees it; *result (if result is non-NULL) gets
@@ -292,6 +296,16 @@ XF_API xf_fiber *xf_self(void);
 /* A small number naming the fiber (1 for the first fiber), or 0 for NULL.
  * Unique; one worker hands them out in spawn order, not the runtime. */
 XF_API uint64_t xf_fiber_id(const xf_fiber *f);
+
+/* A fiber's name ("main" for the first fiber, "" when it has none), or
+ * NULL for NULL or a handle that is no live fiber.  The string is the
+ * fiber's: read it before the fiber ends. */
+XF_API const char *xf_fiber_name(const xf_fiber *f);
+
+/* Names f (name NULL: no name), copying up to XF_NAME_MAX - 1 bytes of
+ * name.  Another thread reading the name meanwhile may see part of each.
+ * EINVAL for NULL, ESRCH for a handle that is no live fiber, ENOMEM. */
+XF_API int xf_fiber_set_name(xf_fiber *f, const char *name);
 
 /* The worker the calling fiber runs on right now (0..workers-1), or -1. */
 XF_API int xf_worker_id(void);

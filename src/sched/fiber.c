@@ -111,6 +111,10 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 void xf__fiber_free(struct xf__worker *w, struct xf_fiber *f)
 {
 	f->magic = XF_FIBER_FREED;
+	if (unlikely(f->name)) {
+		free(f->name); /* the handle is dead: no reader may hold it now */
+		f->name = NULL;
+	}
 	if (w && w->fiber_cache_nr < XF_FIBER_CACHE) {
 		cache_push(w, f);
 		return;
@@ -148,8 +152,15 @@ uint64_t xf__fibers_made(void)
 void xf__fiber_arena_release(void)
 {
 	pthread_mutex_lock(&arena.lock);
-	for (size_t i = 0; i < arena.nr; i++)
-		free(arena.chunks[i]);
+	for (size_t i = 0; i < arena.nr; i++) {
+		struct xf_fiber *chunk = arena.chunks[i];
+
+		/* Names of fibers never freed: the first, and any nobody joined. */
+		for (int k = 0; k < ARENA_CHUNK; k++)
+			if (chunk[k].magic == XF_FIBER_MAGIC)
+				free(chunk[k].name);
+		free(chunk);
+	}
 	free(arena.chunks);
 	arena.chunks = NULL;
 	arena.nr = arena.cap = 0;
@@ -219,6 +230,25 @@ static inline void zero_fiber(struct xf_fiber *f)
 		word[i] = 0;
 }
 
+/* Copies at most XF_NAME_MAX - 1 bytes of name, always terminated, into
+ * f's name buffer, made at its first name.  ENOMEM without one. */
+static int copy_name(struct xf_fiber *f, const char *name)
+{
+	size_t n = strnlen(name, XF_NAME_MAX - 1);
+
+	if (!f->name) {
+		char *buf = calloc(1, XF_NAME_MAX);
+
+		if (!buf)
+			return ENOMEM;
+		/* Published whole: a reader finds no buffer or a terminated one. */
+		__atomic_store_n(&f->name, buf, __ATOMIC_RELEASE);
+	}
+	memcpy(f->name, name, n);
+	f->name[n] = 0;
+	return 0;
+}
+
 /* The part of spawning that uses this worker's caches. */
 static int fiber_create(struct xf__worker *w, const xf_attr *attr, struct xf_fiber **out)
 {
@@ -260,6 +290,10 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 	xf__preempt_disable();
 	w = xf__this_worker();
 	err = fiber_create(w, attr, &f);
+	if (!err && attr->name && (err = copy_name(f, attr->name)) != 0) {
+		xf__stack_put(w, &f->stack);
+		xf__fiber_free(w, f);
+	}
 	if (err) {
 		xf__preempt_enable();
 		return err;
@@ -269,6 +303,7 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 	f->id = next_fiber_id(w);
 	f->fn = fn;
 	f->arg = arg;
+	f->spawn_site = __builtin_return_address(0);
 	f->home = (int)w->id;
 	if (attr->pinned) {
 		f->flags |= XF_FIBER_F_PINNED;
@@ -412,6 +447,27 @@ xf_fiber *xf_self(void)
 uint64_t xf_fiber_id(const xf_fiber *f)
 {
 	return f && f->magic == XF_FIBER_MAGIC ? f->id : 0;
+}
+
+const char *xf_fiber_name(const xf_fiber *f)
+{
+	const char *name;
+
+	if (!f || f->magic != XF_FIBER_MAGIC)
+		return NULL;
+	name = __atomic_load_n(&f->name, __ATOMIC_ACQUIRE);
+	return name ? name : "";
+}
+
+int xf_fiber_set_name(xf_fiber *f, const char *name)
+{
+	if (!f)
+		return EINVAL;
+	if (f->magic != XF_FIBER_MAGIC)
+		return ESRCH;
+	if (!name && !f->name)
+		return 0;
+	return copy_name(f, name ? name : "");
 }
 
 int xf_worker_id(void)

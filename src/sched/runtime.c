@@ -209,6 +209,7 @@ static int start(const xf_config *cfg)
 	xf__runq_push(w0, xf__rt.first); /* it runs, in the ring */
 	xf__runq_run_head(w0);
 	xf__rt.first->id = atomic_fetch_add(&xf__rt.next_id, 1);
+	xf_fiber_set_name(xf__rt.first, "main"); /* ENOMEM leaves it unnamed */
 	err = xf__overflow_handler_install(w0);
 	if (err)
 		goto fail;

@@ -104,6 +104,9 @@ struct xf_fiber {
 	_Atomic int on_cpu; /* enum xf__on_cpu */
 	_Atomic int state;  /* enum xf__fiber_state */
 	int saved_errno;
+	/* xf__rt.fork_gen when it was made: in a forked child, the parent's
+	 * other fibers are gone, and nothing may wake them (xf__wait_claim). */
+	uint32_t fork_gen;
 	uint64_t id;
 
 	struct xf_fiber *run_next;   /* run queue ring link (runq.h), free lists */
@@ -114,8 +117,13 @@ struct xf_fiber {
 	struct xf_fiber *wait_next, *wait_prev; /* xf__waitq links */
 	xf__waitq *wait_queue;			/* the queue it is linked on, or NULL */
 	_Atomic int wait_state;			/* enum xf__wait_state */
-	void *wait_data;			/* e.g. the message a channel waiter moves */
 	bool wait_timed;			/* its wait on a waitq has a timeout */
+	bool preempted;	  /* switched out by a preemption signal: state in its frame */
+	uint8_t blocking; /* enum xf__blocking: inside a blocking C library call */
+	/* Counted in its worker's nr_fixed: in the ring and unable to move
+	 * (pinned, staying, or preempted; runq.h). */
+	bool counted_fixed;
+	void *wait_data; /* e.g. the message a channel waiter moves */
 	struct xf__timer timer;
 
 	/* Life and death. */
@@ -124,20 +132,18 @@ struct xf_fiber {
 	void *result;
 	_Atomic(struct xf_fiber *) joiner; /* the fiber blocked in xf_join, if any */
 	_Atomic int detach_state;	   /* XF_DETACH_* */
-	struct xf__stack stack;
 	int home; /* pinned fibers: the worker they run on */
+	struct xf__stack stack;
 
 	void **specific; /* fiber-local values, XF_KEYS_MAX of them, allocated lazily */
-	bool preempted;	 /* switched out by a preemption signal: state in its frame */
-	uint8_t blocking; /* enum xf__blocking: inside a blocking C library call */
 	uint32_t preempt_signals; /* the runtime's signals that reached it (sleep.c) */
+	uint32_t polls;		  /* rounds of its current wait as a fiber, */
+	uint64_t poll_last_ns;	  /* and when the last one ended (sync/pthread.c) */
 	void (*once_init)(void);  /* the routine of its pthread_once call (sync/pthread.c) */
 	/* Locks its thread owns that it holds (sync/pthread.c), malloc'd by the
 	 * first such lock: few fibers ever hold one. */
 	uint16_t owned_nr, owned_cap;
 	const void **owned;
-	uint32_t polls;		  /* rounds of its current wait as a fiber, */
-	uint64_t poll_last_ns;	  /* and when the last one ended (sync/pthread.c) */
 
 	/* The C++ runtime's state, per fiber (sched/cxx.c). */
 	struct xf__cxa_eh_globals eh;
@@ -146,12 +152,12 @@ struct xf_fiber {
 	/* Sanitizer bookkeeping for stack switches. */
 	void *asan_fake_stack;
 	void *tsan_fiber;
-	/* xf__rt.fork_gen when it was made: in a forked child, the parent's
-	 * other fibers are gone, and nothing may wake them (xf__wait_claim). */
-	uint32_t fork_gen;
-	/* Counted in its worker's nr_fixed: in the ring and unable to move
-	 * (pinned, staying, or preempted; runq.h). */
-	bool counted_fixed;
+
+	/* For debuggers and dumps: its name (XF_NAME_MAX bytes, malloc'd when
+	 * first named, kept until the fiber is freed, so that a reader's
+	 * pointer stays valid; NULL: none), and where xf_spawn was called. */
+	char *name;
+	const void *spawn_site;
 } __attribute__((aligned(64))); /* whole cache lines: neighbours in the arena run on
 				  * other workers, and a shared line would bounce between them */
 

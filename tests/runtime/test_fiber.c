@@ -103,6 +103,45 @@ static void *blocker(void *arg)
 	return (void *)42;
 }
 
+static void *reads_own_name(void *arg)
+{
+	const char *name = xf_fiber_name(xf_self());
+
+	return name && !strcmp(name, arg) ? arg : NULL;
+}
+
+/* Names: from xf_attr, set later, cut at XF_NAME_MAX - 1 bytes, and the
+ * first fiber's. */
+static void check_names(void)
+{
+	static const char long_name[] = "a-name-of-forty-bytes-which-is-too-long!";
+	xf_attr attr = XF_ATTR_INIT;
+	xf_fiber *f;
+	void *r;
+
+	CHECK(xf_fiber_name(xf_self()) && !strcmp(xf_fiber_name(xf_self()), "main"));
+	CHECK(xf_fiber_name(NULL) == NULL);
+	CHECK_ERR(xf_fiber_set_name(NULL, "x"), EINVAL);
+	attr.name = "acceptor";
+	CHECK_ERR(xf_spawn(&f, reads_own_name, "acceptor", &attr), 0);
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK(r != NULL);
+	CHECK_ERR(xf_fiber_set_name(f, "x"), ESRCH); /* joined: no live fiber */
+	CHECK(xf_fiber_name(f) == NULL);
+	attr.name = long_name;
+	CHECK_ERR(xf_spawn(&f, reads_own_name, "a-name-of-forty-bytes-which-is-", &attr), 0);
+	CHECK(strlen(xf_fiber_name(f)) == XF_NAME_MAX - 1);
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK(r != NULL);
+	CHECK_ERR(xf_spawn(&f, reads_own_name, "", NULL), 0); /* no name: empty */
+	CHECK_ERR(xf_fiber_set_name(f, "renamed"), 0);
+	CHECK(!strcmp(xf_fiber_name(f), "renamed"));
+	CHECK_ERR(xf_fiber_set_name(f, NULL), 0);
+	CHECK(!strcmp(xf_fiber_name(f), ""));
+	CHECK_ERR(xf_join(f, &r), 0);
+	CHECK(r != NULL);
+}
+
 int main(void)
 {
 	xf_config cfg = {.workers = 2};
@@ -134,6 +173,7 @@ int main(void)
 	}
 	CHECK(xf_self() != NULL && xf_fiber_id(xf_self()) == 1);
 	CHECK(xf_worker_id() == 0);
+	check_names();
 
 	/* Results through return and through xf_exit. */
 	CHECK_ERR(xf_spawn(&f, identity, (void *)0x1234, NULL), 0);
