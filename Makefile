@@ -12,9 +12,10 @@ O0_BUILD    ?= build-O0
 JOBS        ?= $(shell nproc)
 CMAKE       ?= cmake
 
-# Debian packages: what the tests need (the HTTP example's parser), and what
-# the benchmark's peers, plots and validation use besides.
-CHECK_PACKAGES = libhttp-parser-dev
+# Debian packages: what the tests need (the HTTP example's parser, the probes'
+# header and bpftrace to try them), and what the benchmark's peers, plots and
+# validation use besides.
+CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace
 BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk nghttp2-client libboost-context-dev python3-matplotlib \
 		 linux-perf rt-tests
 

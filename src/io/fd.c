@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/probes.h"
 #include "io/io.h"
 
 #define XF_FD_CHUNK_SHIFT 10
@@ -235,6 +236,7 @@ int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns,
 	self->wait_timed = timeout != 0;
 	atomic_fetch_add_explicit(&xf__io_waiters, 1, memory_order_relaxed);
 	XF_STAT_INC(xf__this_worker(), io_waits, 1);
+	XF_PROBE3(io__wait, self->id, fd, events);
 	state = xf__wait_block(self, timeout, &e->lock);
 	atomic_fetch_sub_explicit(&xf__io_waiters, 1, memory_order_relaxed);
 	if (state == XF_WAIT_TIMEDOUT) {

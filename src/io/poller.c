@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/probes.h"
 #include "io/io.h"
 
 #define POLL_EVENTS   64
@@ -112,6 +113,7 @@ static void dispatch(const struct epoll_event *ev, int n, xf_worker_stats *stats
 			continue;
 		}
 		e = xf__fd_peek((int)(uint32_t)data);
+		XF_PROBE2(io__ready, (int)(uint32_t)data, ev[i].events);
 		if (e)
 			xf__fd_ready(e, (uint32_t)(data >> 32), ev[i].events);
 	}

@@ -58,6 +58,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "common/probes.h"
 #include "common/fmt.h"
 #include "preempt/preempt.h"
 #include "sched/runq.h"
@@ -224,6 +225,7 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	uint64_t switches = w->stats.switches, sleep_ns = WAIT_SLEEP_MIN_NS;
 	unsigned polls = 0;
 
+	XF_PROBE2(fiber__preempt, f->id, w->id);
 	f->preempted = true;
 	xf__runq_fixed_update(w, f);
 	xf__cxx_once_save(w, f);
@@ -304,6 +306,7 @@ void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
 		 * by the ticker's next signal. */
 		xf__preempt_word_set(xf__preempt_word_get() & ~XF_PREEMPT_NOT_PENDING);
 		XF_STAT_INC(w, preemptions_deferred, 1);
+		XF_PROBE2(fiber__preempt__deferred, f->id, w->id);
 		break;
 	case SAFE:
 		preempt(w, f, uc, NOT_WAITING);

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/probes.h"
 #include "arch/context.h"
 #include "sched/runq.h"
 #include "sched/sanitizer.h"
@@ -317,6 +318,7 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 	f->sp = xf__context_make((char *)f->stack.base + f->stack.size, f);
 	xf__san_fiber_create(f);
 	count_up(&w->spawned);
+	XF_PROBE3(fiber__create, f->id, f, w->id);
 	if (out)
 		*out = f;
 	xf__wake(f);
@@ -326,6 +328,7 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 
 _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result)
 {
+	XF_PROBE2(fiber__exit, f->id, xf_worker_id());
 	xf__fls_destroy(f);
 	xf__pthread_fiber_exit(f);
 	f->result = result;

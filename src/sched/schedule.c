@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/probes.h"
 #include "arch/context.h"
 #include "arch/layout.h"
 #include "sched/runq.h"
@@ -108,6 +109,7 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	XF_WARN_ON((xf__preempt_word_get() & XF_PREEMPT_NESTING) != 1);
 	XF_WARN_ON(action == XF_PREV_EXIT &&
 		   atomic_load_explicit(&next->on_cpu, memory_order_relaxed) != XF_OFF_CPU);
+	XF_PROBE3(fiber__switch, prev->id, next->id, w->id);
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
 	struct xf__switched s = xf__context_switch(w, (uintptr_t)prev | action, next, mxcsr);
 	/* Back in prev, perhaps on another worker: the switch says which. */
@@ -275,6 +277,8 @@ void xf__wake(struct xf_fiber *f)
 {
 	struct xf__worker *w, *home = &xf__rt.workers[f->home];
 
+	XF_PROBE2(fiber__wake, f->id, xf_worker_id());
+
 	xf__preempt_disable(); /* the run queue is this worker's alone */
 	xf__ticker_poke();
 	w = xf__this_worker();
@@ -316,6 +320,7 @@ int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t 
 	}
 	if (unlock)
 		xf__spin_unlock_raw(unlock);
+	XF_PROBE3(fiber__block, self->id, self->wait_queue, w->id);
 	xf__schedule(w, XF_PREV_BLOCK);
 	xf__preempt_enable();
 	state = atomic_load_explicit(&self->wait_state, memory_order_acquire);

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/probes.h"
 #include "io/io.h"
 #include "sched/runq.h"
 #include "sched/sched.h"
@@ -128,6 +129,7 @@ static void answer_steal_request(struct xf__worker *w)
 			 * before it left is still on this CPU. */
 			if (give_nr && f != w->current && !xf__fiber_stays(f) &&
 			    !f->preempted) {
+				XF_PROBE3(fiber__steal, f->id, w->id, thief->id);
 				xf__inbox_push(thief, f);
 				give_nr--;
 			} else {
