@@ -68,6 +68,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/probes.h"
 #include "io/io.h"
 #include "preempt/preempt.h"
 #include "sched/runq.h"
@@ -226,6 +227,7 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t tick_ns, uint64_t *ne
 		}
 		if (!wants_cpu(w, now))
 			continue;
+		XF_PROBE2(preempt__tick, w->id, switches);
 		xf__tick_send(tid, xf__tick_aimed(switches));
 	}
 	return waiting;

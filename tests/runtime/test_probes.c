@@ -28,6 +28,7 @@
 static const char *const probes[] = {
     "fiber__create", "fiber__exit", "fiber__switch", "fiber__preempt", "fiber__preempt__deferred",
     "fiber__block",  "fiber__wake", "fiber__steal",  "io__wait",	   "io__ready",
+    "preempt__tick",
 };
 
 static void check_exist(void)
