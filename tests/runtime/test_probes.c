@@ -143,10 +143,17 @@ static void check_count(void)
 		CHECK_ERR(xf_join(f[i], NULL), 0);
 	CHECK_ERR(xf_shutdown(), 0);
 	kill(child, SIGINT); /* bpftrace prints its maps and exits */
+	for (int tenths = 0; waitpid(child, &status, WNOHANG) == 0; tenths++) {
+		if (tenths == 150) {
+			kill(child, SIGKILL); /* never hang the suite on the tracer */
+			waitpid(child, &status, 0);
+			xf_test_fail("bpftrace did not exit 15 s after SIGINT");
+		}
+		usleep(100000);
+	}
 	while (len + 1 < sizeof(out) && (n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
 		len += (size_t)n;
 	out[len] = 0;
-	waitpid(child, &status, 0);
 	if ((at = strstr(out, "@created: ")))
 		created = strtol(at + 10, NULL, 10);
 	if ((at = strstr(out, "@exited: ")))
