@@ -1,10 +1,9 @@
 /*
  * ticker.c - the thread that decides when a fiber has run too long.
  *
- * It looks at each worker when the earliest slice of a running fiber may
- * end (half a slice on while one is over its slice, and at least every
- * XF_TICK_MAX_NS): a worker whose switch count has not moved for a whole
- * slice, that runs a fiber (not its idle loop), and
+ * Every half slice (at least every XF_TICK_MAX_NS) it looks at each worker:
+ * a worker whose switch count has
+ * not moved for a whole slice, that runs a fiber (not its idle loop), and
  * that has something else to run - a queued fiber, an inbox, a steal
  * request, a due timer - gets one preemption signal, aimed: it carries the
  * switch count the ticker saw, and the handler drops it if the worker has
@@ -40,28 +39,15 @@
  * next scheduling point - the preemption this tick may send - with half the
  * difference, preempted fibers (frames and all) included.
  *
- * Between one slice and two pass before a fiber is preempted: its slice
- * counts from the first look that saw it run.  A preemption deferred at a
- * safe point is re-sent every half slice until the fiber switches.
- *
- * Each look costs the CPU it shares with a worker: in the KVM guest of
- * docs/benchmarks.md a thread that wakes every 100 us takes 11% from a
- * CPU-bound thread beside it, ~18 us a wake-up.  So the ticker looks only
- * when a slice may have ended, not every half slice (a worker that
- * switches all the time needs no look before a slice has passed), and
- * polls descriptors only for a worker that has kept one fiber a whole
- * slice - before it decides, so that the fibers those descriptors wake
- * preempt it at once.  It asks Linux for a short slice of its own, so that
- * its wake-up preempts the busy worker instead of waiting for the worker's
- * kernel slice to end.
+ * Between a slice and a slice and a half passes before a fiber is
+ * preempted.  A preemption deferred at a safe point is re-sent every tick
+ * until the fiber switches.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -118,88 +104,28 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 	return true;
 }
 
-/* Whether any worker polled the descriptors since the last call. */
-static bool workers_polled(void)
-{
-	static uint64_t seen;
-	uint64_t polls = 0;
-	bool polled;
-
-	for (unsigned i = 0; i < xf__rt.nr_workers; i++)
-		polls += __atomic_load_n(&xf__rt.workers[i].stats.poller_calls, __ATOMIC_RELAXED);
-	polled = polls != seen;
-	seen = polls;
-	return polled;
-}
-
-/* Whether w's current fiber has kept it since the last look, and since
- * when (the first look that saw its switch count).  Updates the view. */
-static bool same_fiber(struct xf__worker *w, uint64_t now)
-{
-	struct xf_fiber *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
-	uint64_t switches = __atomic_load_n(&w->stats.switches, __ATOMIC_RELAXED);
-
-	/* cur may be finishing on its worker right now: compared only. */
-	if (switches != w->tick_switches || !cur || cur == w->idle) {
-		w->tick_switches = switches;
-		w->tick_since_ns = now;
-		return false;
-	}
-	return true;
-}
-
 /* Looks at every worker once; returns whether any has something waiting
- * to run (so that preemption may become necessary), and in *next when to
- * look again: when the earliest slice of a running fiber ends, or half a
- * slice on while one is over its slice (a deferred preemption is sent
- * again), but at least every tick_ns. */
-static bool tick(uint64_t now, uint64_t slice_ns, uint64_t tick_ns, uint64_t *next)
+ * to run (so that preemption may become necessary). */
+static bool tick(uint64_t now, uint64_t slice_ns)
 {
-	bool waiting = false, stuck = false;
+	bool waiting = false;
 
-	*next = now + tick_ns;
-	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
-		struct xf__worker *w = &xf__rt.workers[i];
-		uint64_t end;
-
-		if (!same_fiber(w, now)) {
-			struct xf_fiber *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
-
-			/* A fiber that began since: its slice ends a slice on
-			 * at the earliest. */
-			if (cur && cur != w->idle && now + slice_ns < *next)
-				*next = now + slice_ns;
-			continue;
-		}
-		end = w->tick_since_ns + slice_ns;
-		stuck |= end <= now;
-		end = end > now ? end : now + slice_ns / 2;
-		if (end < *next)
-			*next = end;
-	}
-	/* Fibers wait on descriptors and no worker sits in the poller: the
-	 * ticker polls for them when some worker has kept one fiber for a
-	 * slice, before it decides, so that what they wait for preempts that
-	 * fiber now; and when no worker has polled since the last look (their
-	 * queues never ran dry: a fiber that yields in a loop keeps one
-	 * busy).  Otherwise workers poll on their own, and a poll here would
-	 * only take their events and cost their CPU (the ticker may share it)
-	 * a switch to this thread and back at every tick. */
-	if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed)) {
-		if ((stuck || !workers_polled()) && !xf__poller_busy())
-			xf__poller_tick();
-		waiting = true;
-	}
 	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
 		struct xf__worker *w = &xf__rt.workers[i];
 		struct xf_fiber *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
-		uint64_t switches = w->tick_switches;
+		uint64_t switches = __atomic_load_n(&w->stats.switches, __ATOMIC_RELAXED);
+
 		bool wants =
 		    wants_cpu(w, now) || atomic_load_explicit(&w->timers_nr, memory_order_relaxed);
 
 		waiting |= wants;
-		if (w->tick_since_ns == now || !cur || cur == w->idle)
-			continue; /* switched since the last look */
+		/* cur may be finishing on its worker right now: compared, and
+		 * read below only for a hint. */
+		if (switches != w->tick_switches || !cur || cur == w->idle) {
+			w->tick_switches = switches;
+			w->tick_since_ns = now;
+			continue;
+		}
 		pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_RELAXED);
 
 		/* A fiber waiting in the kernel inside a blocking C library
@@ -230,6 +156,12 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t tick_ns, uint64_t *ne
 		XF_PROBE2(preempt__tick, w->id, switches);
 		xf__tick_send(tid, xf__tick_aimed(switches));
 	}
+	/* Fibers wait on descriptors and no worker sits in the poller: every
+	 * worker is busy, and the ticker polls for them (io/poller.c). */
+	if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed) && !xf__poller_busy()) {
+		xf__poller_tick();
+		waiting = true;
+	}
 	return waiting;
 }
 
@@ -256,36 +188,6 @@ static void balance(void)
 		xf__steal_request(shortest, longest);
 }
 
-/* struct sched_attr of sched_setattr(2), which glibc does not wrap. */
-struct kernel_sched_attr {
-	uint32_t size, sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-};
-
-/* The ticker shares its CPUs with the workers it watches, and a worker runs
- * a fiber that never sleeps: when the ticker wakes, Linux's fair scheduler
- * lets the worker run on until its own slice ends (EEVDF's RUN_TO_PARITY,
- * ~1-3 ms), and every tick comes that late.  Since Linux 6.12 a thread may
- * ask, unprivileged, for a shorter slice (sched_runtime, at least 100 us),
- * and a waking thread with a shorter slice preempts the running one
- * (PREEMPT_SHORT).  Older kernels refuse it with EINVAL: ticks come late
- * there while a worker's CPU is busy (docs/preemption.md). */
-static void ask_short_kernel_slice(void)
-{
-	struct kernel_sched_attr attr = {
-	    .size = sizeof(attr),
-	    .sched_policy = SCHED_OTHER,
-	    .sched_runtime = 100 * 1000,
-	};
-
-	if (syscall(SYS_sched_setattr, 0, &attr, 0)) {
-		/* an older kernel: nothing to do about it here */
-	}
-}
-
 static void *ticker_main(void *arg)
 {
 	const uint64_t slice_ns = (uint64_t)xf__rt.slice_us * 1000u;
@@ -295,7 +197,6 @@ static void *ticker_main(void *arg)
 	const uint64_t tick_ns = slice_ns / 2 < XF_TICK_MAX_NS ? slice_ns / 2 : XF_TICK_MAX_NS;
 	sigset_t all;
 	unsigned quiet_ticks = 0; /* ticks in a row that found nothing waiting */
-	uint64_t next = xf__now_ns() + tick_ns, now;
 
 	(void)arg;
 	sigfillset(&all);
@@ -303,28 +204,24 @@ static void *ticker_main(void *arg)
 	/* The kernel may let a sleep run 50 us past its end (timer slack), as
 	 * long as a whole 50 us slice: ticks keep to the slice instead. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-	ask_short_kernel_slice();
 	while (!atomic_load_explicit(&xf__rt.stopping, memory_order_acquire)) {
 		bool sleep_long = quiet_ticks >= XF_TICKER_QUIET_TICKS;
-		uint64_t sleep_ns = XF_TICKER_LONG_SLICES * slice_ns;
-		struct timespec ts;
+		uint64_t sleep_ns = sleep_long ? XF_TICKER_LONG_SLICES * slice_ns : tick_ns;
+		struct timespec ts = {(time_t)(sleep_ns / 1000000000u),
+				      (long)(sleep_ns % 1000000000u)};
 		uint32_t seen = atomic_load(&ticker.wake);
 
-		now = xf__now_ns();
-		if (!sleep_long)
-			sleep_ns = next > now ? next - now : 0;
 		/* Announce the long sleep before the last look, so that a fiber
 		 * queued from now on pokes us (xf__ticker_poke). */
 		atomic_store(&xf__ticker_sleeping_long, sleep_long);
-		if (sleep_long && tick(now, slice_ns, tick_ns, &next))
-			sleep_ns = tick_ns;
-		ts = (struct timespec){(time_t)(sleep_ns / 1000000000u), (long)(sleep_ns % 1000000000u)};
+		if (sleep_long && tick(xf__now_ns(), slice_ns))
+			ts = (struct timespec){0, (long)tick_ns};
 		syscall(SYS_futex, &ticker.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 		atomic_store(&xf__ticker_sleeping_long, 0);
 		balance();
 		if (atomic_load(&ticker.wake) != seen)
 			quiet_ticks = 0; /* poked: something was queued */
-		quiet_ticks = tick(xf__now_ns(), slice_ns, tick_ns, &next) ? 0 : quiet_ticks + 1;
+		quiet_ticks = tick(xf__now_ns(), slice_ns) ? 0 : quiet_ticks + 1;
 		/* Objects loaded since the last look get their verdicts. */
 		xf__safepoints_refresh(xf__now_ns());
 		/* Pooled stacks nobody reused give their pages back. */
