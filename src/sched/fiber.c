@@ -328,7 +328,7 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 
 _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result)
 {
-	XF_PROBE2(fiber__exit, f->id, xf_worker_id());
+	XF_PROBE2(fiber__exit, f->id, xf__this_worker()->id);
 	xf__fls_destroy(f);
 	xf__pthread_fiber_exit(f);
 	f->result = result;

@@ -277,11 +277,10 @@ void xf__wake(struct xf_fiber *f)
 {
 	struct xf__worker *w, *home = &xf__rt.workers[f->home];
 
-	XF_PROBE2(fiber__wake, f->id, xf_worker_id());
-
 	xf__preempt_disable(); /* the run queue is this worker's alone */
 	xf__ticker_poke();
 	w = xf__this_worker();
+	XF_PROBE2(fiber__wake, f->id, w ? (int)w->id : -1);
 	if (may_be_linked(w, f)) {
 		/* Through its home's inbox, which that worker polls only
 		 * after f has left its ring. */
