@@ -59,7 +59,6 @@ struct conn {
 static struct {
 	pthread_mutex_t lock;
 	struct conn *head;
-	long nr;
 } conns = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_bool stopping;
@@ -84,7 +83,6 @@ static void conn_link(struct conn *c)
 	if (c->next)
 		c->next->prev = c;
 	conns.head = c;
-	conns.nr++;
 	pthread_mutex_unlock(&conns.lock);
 }
 
@@ -97,7 +95,6 @@ static void conn_unlink(struct conn *c)
 		conns.head = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	conns.nr--;
 	pthread_mutex_unlock(&conns.lock);
 }
 

@@ -22,10 +22,8 @@ int xf_bench_go_run(const char *mode, uint64_t n, unsigned long long *count, dou
 	char iters[32], out[256];
 	char *argv[] = {XF_BENCH_GO, "-mode", (char *)mode, "-n", iters, NULL};
 	char *env[] = {"GOMAXPROCS=1", NULL};
-	size_t used = 0;
 	pid_t pid;
 	int fd, err, status;
-	ssize_t got;
 
 	snprintf(iters, sizeof(iters), "%llu", (unsigned long long)n);
 	/* The child inherits this thread's pinning. */
@@ -34,15 +32,7 @@ int xf_bench_go_run(const char *mode, uint64_t n, unsigned long long *count, dou
 		snprintf(note, note_size, "cannot run %s: %s", XF_BENCH_GO, strerror(err));
 		return err;
 	}
-	while (used + 1 < sizeof(out) &&
-	       (got = read(fd, out + used, sizeof(out) - 1 - used)) != 0) {
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			break;
-		used += (size_t)got;
-	}
-	out[used] = 0;
+	xf_bench_read_output(fd, out, sizeof(out), false);
 	close(fd);
 	status = xf_bench_spawn_wait(pid);
 	*count = 0;

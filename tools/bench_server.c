@@ -73,6 +73,12 @@ static const char *const tool_names[BY_N] = {"loadgen", "wrk", "h2load"};
 
 /* .groups: the server; .loops: the slice (xfiber), .size: the load in %. */
 
+/* why if the program at path cannot be run, else NULL. */
+static const char *absent(const char *path, const char *why)
+{
+	return access(path, X_OK) ? why : NULL;
+}
+
 static const char *missing(enum server s)
 {
 #ifndef XF_BENCH_HTTPD
@@ -81,28 +87,26 @@ static const char *missing(enum server s)
 #else
 	if (s == SRV_GO) {
 #ifdef XF_BENCH_HTTPD_GO
-		return access(XF_BENCH_HTTPD_GO, X_OK) ? "the Go server is missing: rebuild xfiber"
-						       : NULL;
+		return absent(XF_BENCH_HTTPD_GO, "the Go server is missing: rebuild xfiber");
 #else
 		return "Go was not found when xfiber was built";
 #endif
 	}
 	if (s == SRV_LIBUV) {
 #ifdef XF_BENCH_HTTPD_UV
-		return access(XF_BENCH_HTTPD_UV, X_OK) ? "the libuv server is missing: rebuild xfiber"
-						       : NULL;
+		return absent(XF_BENCH_HTTPD_UV, "the libuv server is missing: rebuild xfiber");
 #else
 		return "libuv was not found when xfiber was built (Debian libuv1-dev: make deps)";
 #endif
 	}
-	return access(XF_BENCH_HTTPD, X_OK) ? "example_httpd is missing: rebuild xfiber" : NULL;
+	return absent(XF_BENCH_HTTPD, "example_httpd is missing: rebuild xfiber");
 #endif
 }
 
 static const char *h2load_missing(void)
 {
 #ifdef XF_BENCH_H2LOAD
-	return access(XF_BENCH_H2LOAD, X_OK) ? "h2load is missing (Debian nghttp2-client)" : NULL;
+	return absent(XF_BENCH_H2LOAD, "h2load is missing (Debian nghttp2-client)");
 #else
 	return "h2load was not found when xfiber was built (Debian nghttp2-client: make deps, "
 	       "then rebuild)";
@@ -112,7 +116,7 @@ static const char *h2load_missing(void)
 static const char *wrk_missing(void)
 {
 #ifdef XF_BENCH_WRK
-	return access(XF_BENCH_WRK, X_OK) ? "wrk is missing (Debian wrk: make deps)" : NULL;
+	return absent(XF_BENCH_WRK, "wrk is missing (Debian wrk: make deps)");
 #else
 	return "wrk was not found when xfiber was built (Debian wrk: make deps, then rebuild)";
 #endif
@@ -122,25 +126,6 @@ struct running {
 	pid_t pid;
 	int port;
 };
-
-/* Reads the child's output to its end (or its first line) into buf. */
-static void read_output(int fd, char *buf, size_t size, bool first_line)
-{
-	size_t used = 0;
-	ssize_t n;
-
-	while (used + 1 < size && (n = read(fd, buf + used, size - 1 - used)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		used += (size_t)n;
-		buf[used] = 0;
-		if (first_line && strchr(buf, '\n'))
-			break;
-	}
-	buf[used] = 0;
-}
 
 /* slice_us 0: the echo server of that kind (xfiber's examples/echo.c, Go's
  * -echo) instead of the HTTP one. */
@@ -191,7 +176,7 @@ static int server_start(enum server s, unsigned slice_us, int cpu, struct runnin
 		snprintf(note, note_size, "cannot run %s: %s", argv[0], strerror(err));
 		return err;
 	}
-	read_output(fd, line, sizeof(line), true);
+	xf_bench_read_output(fd, line, sizeof(line), true);
 	close(fd);
 	if (sscanf(line, "listening on 127.0.0.1:%d", &r->port) != 1) {
 		kill(r->pid, SIGKILL);
@@ -242,7 +227,7 @@ static int run_tool(char *const argv[], int cpu, char *out, size_t size, int *st
 		snprintf(note, note_size, "cannot run %s: %s", argv[0], strerror(err));
 		return err;
 	}
-	read_output(fd, out, size, false);
+	xf_bench_read_output(fd, out, size, false);
 	close(fd);
 	*status = xf_bench_spawn_wait(pid);
 	return 0;

@@ -198,6 +198,24 @@ int xf_bench_spawn(char *const argv[], char *const env[], pid_t *pid, int *out_f
 	return 0;
 }
 
+void xf_bench_read_output(int fd, char *buf, size_t size, bool first_line)
+{
+	size_t used = 0;
+	ssize_t n;
+
+	while (used + 1 < size && (n = read(fd, buf + used, size - 1 - used)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		used += (size_t)n;
+		buf[used] = 0;
+		if (first_line && strchr(buf, '\n'))
+			break;
+	}
+	buf[used] = 0;
+}
+
 int xf_bench_spawn_wait(pid_t pid)
 {
 	return wait_pid(pid);

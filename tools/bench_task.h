@@ -32,6 +32,9 @@ int xf_bench_task_wait(struct xf_bench_task *t);
 /* Runs argv[0] (with the extra environment strings env, NULL-terminated) with
  * its standard output on *out_fd.  0 or an errno value. */
 int xf_bench_spawn(char *const argv[], char *const env[], pid_t *pid, int *out_fd);
+/* Reads a spawned child's output (its *out_fd) into buf, NUL-terminated:
+ * to its end, or with first_line only up to the first newline. */
+void xf_bench_read_output(int fd, char *buf, size_t size, bool first_line);
 /* Waits for a spawned child: its exit status, or -1. */
 int xf_bench_spawn_wait(pid_t pid);
 
