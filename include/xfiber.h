@@ -523,6 +523,25 @@ typedef struct xf_stats {
 /* EINVAL for NULL, EPERM when the runtime is not running. */
 XF_API int xf_stats_get(xf_stats *out);
 
+/* --- Seeing inside (docs/observability.md) --- */
+
+/* Writes every live fiber to fd, as Go does on SIGQUIT: its id, name and
+ * state (running, runnable, preempted, sleeping, blocked on what), its
+ * backtrace (the C library's unwinder, through preemption signal frames;
+ * functions are named as far as the dynamic symbols go, and every frame
+ * gives object+offset for addr2line), its entry function and where it was
+ * spawned.  For as long as it reads the fibers no worker switches into
+ * one; fibers that run go on running, and are listed without a backtrace
+ * (but the caller's own).  It formats in memory and writes after, so fd
+ * may be a pipe that a fiber reads.  From a fiber or any thread; with the
+ * runtime stopped it writes one line saying so.  0, EBADF, ENOMEM, a
+ * write's errno, or the misuse error with preemption disabled.
+ *
+ * The environment variable XFIBER_DUMP_SIGNAL=SIG (QUIT, USR1, 10 ...)
+ * makes xf_init install a handler that dumps to standard error whenever SIG
+ * arrives (from a thread of the runtime's, outside the handler). */
+XF_API int xf_dump(int fd);
+
 #ifdef __cplusplus
 }
 #endif

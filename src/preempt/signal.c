@@ -209,7 +209,7 @@ static void sleep_waiting(struct xf__worker *w, struct xf_fiber *f, uint64_t ns)
 	(void)w;
 	atomic_store_explicit(&f->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
 	f->wait_timed = true;
-	xf__wait_block(f, ns, NULL); /* returns at nesting 0 */
+	xf__wait_block(f, ns, NULL, XF_WAIT_ON_LOCK, NULL); /* returns at nesting 0 */
 	xf__preempt_disable();
 }
 

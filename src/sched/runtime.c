@@ -266,6 +266,17 @@ fail:
 	return err;
 }
 
+bool xf__runtime_hold(void)
+{
+	pthread_mutex_lock(&lifecycle);
+	return atomic_load(&xf__rt.running);
+}
+
+void xf__runtime_release(void)
+{
+	pthread_mutex_unlock(&lifecycle);
+}
+
 int xf_init(const xf_config *cfg)
 {
 	static const xf_config defaults;
@@ -291,6 +302,8 @@ int xf_init(const xf_config *cfg)
 	else
 		err = start(cfg);
 	pthread_mutex_unlock(&lifecycle);
+	if (!err)
+		xf__dump_signal_start();
 	return err;
 }
 
@@ -381,7 +394,7 @@ static void wait_for_others(struct xf_fiber *self)
 		if (xf__live_fibers() == 1)
 			xf__wait_cancel(self);
 		else
-			xf__wait_block(self, XF_SHUTDOWN_RECHECK_NS, NULL);
+			xf__wait_block(self, XF_SHUTDOWN_RECHECK_NS, NULL, XF_WAIT_ON_SHUTDOWN, NULL);
 	}
 	atomic_store_explicit(&xf__rt.shutdown_waiting, 0, memory_order_relaxed);
 }
@@ -400,6 +413,7 @@ int xf_shutdown(void)
 	 * ECANCELED, and so does every wait from now on. */
 	xf__io_cancel_all();
 	wait_for_others(self);
+	xf__dump_signal_stop(); /* before the lock: its dump takes it */
 
 	pthread_mutex_lock(&lifecycle);
 	atomic_store(&xf__rt.running, 0);
