@@ -105,6 +105,7 @@ static const struct xf_debug_entry layout_entries[] = {
 	VALUE("fiber_state:done", XF_FIBER_DONE),
 	VALUE("on_cpu:on", XF_ON_CPU),
 	VALUE("wait_state:waiting", XF_WAIT_WAITING),
+	VALUE("wait_kind_object_is_fd", XF_WAIT_ON_IO), /* its object is a number */
 	WAIT_KIND(MUTEX, "mutex"),
 	WAIT_KIND(COND, "condition variable"),
 	WAIT_KIND(SEM, "semaphore"),
@@ -147,6 +148,17 @@ __attribute__((used, visibility("default"))) const struct xf_debug_layout xf_deb
 	.nr = sizeof(layout_entries) / sizeof(layout_entries[0]),
 	.entries = layout_entries,
 };
+
+/* gdb's extension travels with the library, in the section gdb reads
+ * scripts from (type 4: Python text, its name on the first line): it loads
+ * wherever libxfiber's code is, shared or static, once the object's
+ * directory is in gdb's auto-load safe-path (docs/observability.md). */
+__asm__(".pushsection .debug_gdb_scripts, \"MS\", @progbits, 1\n"
+	".byte 4\n"
+	".ascii \"xfiber-gdb.py\\n\"\n"
+	".incbin \"" XF_GDB_SCRIPT "\"\n"
+	".byte 0\n"
+	".popsection\n");
 
 /* --- stopping the world --- */
 
@@ -368,7 +380,13 @@ static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber 
 		else if (atomic_load_explicit(&f->wait_state, memory_order_relaxed) ==
 				 XF_WAIT_WAITING &&
 			 f->wait_kind != XF_WAIT_ON_NOTHING)
-			out_printf(o, "blocked on %s %p", wait_kind_name(f->wait_kind), f->wait_object);
+		{
+			if (f->wait_kind == XF_WAIT_ON_IO)
+				out_printf(o, "blocked on I/O fd %lu", (unsigned long)(uintptr_t)f->wait_object);
+			else
+				out_printf(o, "blocked on %s %p", wait_kind_name(f->wait_kind),
+					   f->wait_object);
+		}
 		else
 			out_printf(o, "runnable on worker %d", f->home);
 	}

@@ -32,10 +32,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "testlib.h"
 #include "xfiber.h"
 
 #include "fiber_states.h"
+
+/* On its own, without the test library: it is also built against
+ * libxfiber.so (tests/gdb). */
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+#define CHECK_ERR(call, want) CHECK((call) == (want))
 
 static xf_mutex mutex = XF_MUTEX_INITIALIZER;
 static xf_mutex cond_mutex = XF_MUTEX_INITIALIZER;
