@@ -13,9 +13,10 @@ JOBS        ?= $(shell nproc)
 CMAKE       ?= cmake
 
 # Debian packages: what the tests need (the HTTP example's parser, the probes'
-# header and bpftrace to try them), and what the benchmark's peers, plots and
+# header and bpftrace to try them, gdb for the gdb extension, Valgrind for
+# memcheck and its stack registration), and what the benchmark's peers, plots and
 # validation use besides.
-CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace
+CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace gdb valgrind
 BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk nghttp2-client libboost-context-dev python3-matplotlib \
 		 linux-perf rt-tests
 

@@ -220,7 +220,8 @@ typedef struct xf_config {
 	unsigned slice_us; /* preemption time slice; 0 = XF_SLICE_US_DEFAULT */
 	bool amx;          /* request AMX permission and size stacks for AMX frames */
 	unsigned spin_us;  /* how long an idle worker spins before it sleeps; 0 = default */
-	bool cooperative;  /* no time slices: fibers switch only when they call the runtime */
+	bool cooperative;  /* no time slices: fibers switch only when they call the runtime;
+			    * the environment's XFIBER_COOPERATIVE=1 forces it (Valgrind) */
 	xf_io_backend io_backend;  /* see above */
 	unsigned blocking_threads; /* most helper threads of xf_blocking; 0 = 64 */
 	bool no_stack_guards; /* no guard below each stack: an overflow goes undetected, but on

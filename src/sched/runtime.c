@@ -98,6 +98,17 @@ static int check_config(const xf_config *cfg)
 	return 0;
 }
 
+/* XFIBER_COOPERATIVE=1 runs a program cooperatively whatever its config
+ * says: under Valgrind, which runs one thread at a time and would deliver
+ * the ticker's signals late and at random, or to tell whether a bug needs
+ * preemption. */
+static bool cooperative_forced(void)
+{
+	const char *c = getenv("XFIBER_COOPERATIVE");
+
+	return c && !strcmp(c, "1");
+}
+
 /* Whether a misuse returns its error or aborts: XFIBER_MISUSE=return|abort,
  * by default abort in debug builds, where it is a bug to find. */
 static bool misuse_returns(void)
@@ -242,7 +253,7 @@ static int start(const xf_config *cfg)
 		if (err)
 			goto fail_threads;
 	}
-	xf__rt.preempt_enabled = !cfg->cooperative;
+	xf__rt.preempt_enabled = !cfg->cooperative && !cooperative_forced();
 	xf__rt.misuse_returns = misuse_returns();
 	if (xf__rt.preempt_enabled) {
 		err = xf__ticker_start();

@@ -74,7 +74,20 @@ struct xf__stack {
 	void *base;   /* lowest usable byte; the guard page sits below */
 	size_t size;  /* usable bytes */
 	void *region; /* the slab this stack came from, for unmapping */
+	unsigned valgrind_id; /* a stack of its own mapping: its registration */
 };
+
+/* Valgrind must be told where stacks are, or it takes a switch for a frame
+ * of megabytes (sched/stack.c).  The client requests cost a few
+ * instructions, and nothing at all where valgrind.h is absent. */
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define XF_VALGRIND_STACK_REGISTER(lo, hi) VALGRIND_STACK_REGISTER(lo, hi)
+#define XF_VALGRIND_STACK_DEREGISTER(id)   VALGRIND_STACK_DEREGISTER(id)
+#else
+#define XF_VALGRIND_STACK_REGISTER(lo, hi) 0u
+#define XF_VALGRIND_STACK_DEREGISTER(id)   ((void)(id))
+#endif
 
 #define XF_STACK_CACHE 64	   /* stacks a worker keeps for reuse */
 #define XF_STACK_BATCH (XF_STACK_CACHE / 2) /* moved between a cache and the pool at once */
@@ -177,7 +190,7 @@ enum xf__wait_kind {
 	XF_WAIT_ON_CHAN_RECV,
 	XF_WAIT_ON_JOIN,	  /* the object: the fiber joined */
 	XF_WAIT_ON_SLEEP,
-	XF_WAIT_ON_IO,		  /* the object: the descriptor's entry (io/fd.c) */
+	XF_WAIT_ON_IO,		  /* the object: the descriptor's number, not an address */
 	XF_WAIT_ON_POLL,	  /* xf_poll over several descriptors */
 	XF_WAIT_ON_BLOCKING_CALL, /* a call run by the blocking pool (io/blocking.c) */
 	XF_WAIT_ON_LOCK,	  /* a pthread or C++ lock, between polls (sync/pthread.c) */

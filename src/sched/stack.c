@@ -50,6 +50,7 @@ struct slab {
 	struct slab *next;
 	void *base;
 	size_t len;
+	unsigned valgrind_ids[XF_SLAB_STACKS]; /* its stacks' registrations */
 };
 
 /* A pool of default-size stacks, used as a stack (LIFO: the warmest first). */
@@ -170,6 +171,7 @@ static int stack_map_single(size_t usable, struct xf__stack *out)
 		return err == ENOMEM ? ENOMEM : EAGAIN;
 	}
 	*out = (struct xf__stack){.base = p + XF_GUARD_SIZE, .size = usable, .region = p};
+	out->valgrind_id = XF_VALGRIND_STACK_REGISTER(out->base, (char *)out->base + usable);
 	return 0;
 }
 
@@ -199,6 +201,8 @@ static int stack_carve(size_t usable, struct xf__stack *out)
 		return ENOMEM;
 	*out = (struct xf__stack){
 	    .base = stacks.carve + XF_GUARD_SIZE, .size = usable, .region = NULL};
+	stacks.slabs->valgrind_ids[XF_SLAB_STACKS - stacks.carve_left] =
+	    XF_VALGRIND_STACK_REGISTER(out->base, (char *)out->base + usable);
 	stacks.carve += slot;
 	stacks.carve_left--;
 	stacks.made++;
@@ -287,6 +291,7 @@ void xf__stack_put(struct xf__worker *w, struct xf__stack *s)
 	if (!s->base)
 		return;
 	if (s->region) {
+		XF_VALGRIND_STACK_DEREGISTER(s->valgrind_id);
 		munmap(s->region, XF_GUARD_SIZE + s->size);
 	} else if (w) {
 		if (w->stack_cache_nr == XF_STACK_CACHE) {
@@ -397,6 +402,10 @@ void xf__stacks_release(void)
 	while (stacks.slabs) {
 		struct slab *s = stacks.slabs;
 		stacks.slabs = s->next;
+		/* Only its carved stacks were registered; ids start at 1. */
+		for (unsigned i = 0; i < XF_SLAB_STACKS; i++)
+			if (s->valgrind_ids[i])
+				XF_VALGRIND_STACK_DEREGISTER(s->valgrind_ids[i]);
 		munmap(s->base, s->len);
 		free(s);
 	}
