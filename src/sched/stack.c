@@ -62,7 +62,8 @@ struct stack_list {
 static struct {
 	pthread_mutex_t lock;
 	struct slab *slabs; /* every slab, for release at shutdown */
-	char *carve;	    /* next unused slot in the newest slab */
+	char *carve;	    /* next unused slot in the newest slab, */
+	struct slab *carving; /* which is this one, or NULL once kept (xf__stack_keep) */
 	unsigned carve_left;
 	/* Stacks no worker caches, by how long ago they were freed: `warm`
 	 * since the last scavenge, `aging` since the one before, `cold` with
@@ -194,6 +195,7 @@ static int stack_carve(size_t usable, struct xf__stack *out)
 		}
 		*s = (struct slab){.next = stacks.slabs, .base = p, .len = slot * XF_SLAB_STACKS};
 		stacks.slabs = s;
+		stacks.carving = s;
 		stacks.carve = p;
 		stacks.carve_left = XF_SLAB_STACKS;
 	}
@@ -201,8 +203,9 @@ static int stack_carve(size_t usable, struct xf__stack *out)
 		return ENOMEM;
 	*out = (struct xf__stack){
 	    .base = stacks.carve + XF_GUARD_SIZE, .size = usable, .region = NULL};
-	stacks.slabs->valgrind_ids[XF_SLAB_STACKS - stacks.carve_left] =
-	    XF_VALGRIND_STACK_REGISTER(out->base, (char *)out->base + usable);
+	unsigned valgrind_id = XF_VALGRIND_STACK_REGISTER(out->base, (char *)out->base + usable);
+	if (stacks.carving)
+		stacks.carving->valgrind_ids[XF_SLAB_STACKS - stacks.carve_left] = valgrind_id;
 	stacks.carve += slot;
 	stacks.carve_left--;
 	stacks.made++;
@@ -390,6 +393,8 @@ void xf__stack_keep(const struct xf__stack *s)
 
 		if (p >= (char *)slab->base && p < (char *)slab->base + slab->len) {
 			*link = slab->next;
+			if (stacks.carving == slab)
+				stacks.carving = NULL;
 			free(slab);
 			return;
 		}
@@ -421,6 +426,7 @@ void xf__stacks_release(void)
 	atomic_store_explicit(&stacks.next_scavenge_ns, 0, memory_order_relaxed);
 	stacks.made = stacks.scavenged = 0;
 	stacks.carve = NULL;
+	stacks.carving = NULL;
 	stacks.carve_left = 0;
 	pthread_mutex_unlock(&stacks.lock);
 }
