@@ -105,7 +105,8 @@ static const struct xf_debug_entry layout_entries[] = {
 	VALUE("fiber_state:done", XF_FIBER_DONE),
 	VALUE("on_cpu:on", XF_ON_CPU),
 	VALUE("wait_state:waiting", XF_WAIT_WAITING),
-	VALUE("wait_kind_object_is_fd", XF_WAIT_ON_IO), /* its object is a number */
+	VALUE("wait_kind_object_is_fd", XF_WAIT_ON_IO),	 /* its object is a number */
+	VALUE("wait_kind_object_is_fiber", XF_WAIT_ON_JOIN), /* its object is a fiber */
 	WAIT_KIND(MUTEX, "mutex"),
 	WAIT_KIND(COND, "condition variable"),
 	WAIT_KIND(SEM, "semaphore"),
@@ -383,6 +384,9 @@ static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber 
 		{
 			if (f->wait_kind == XF_WAIT_ON_IO)
 				out_printf(o, "blocked on I/O fd %lu", (unsigned long)(uintptr_t)f->wait_object);
+			else if (f->wait_kind == XF_WAIT_ON_JOIN)
+				out_printf(o, "blocked on join of fiber %lu",
+					   (unsigned long)((const struct xf_fiber *)f->wait_object)->id);
 			else
 				out_printf(o, "blocked on %s %p", wait_kind_name(f->wait_kind),
 					   f->wait_object);

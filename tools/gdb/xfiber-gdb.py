@@ -138,6 +138,8 @@ class Fiber:
                 self.state = "blocked on " + L.wait_kinds[kind]
                 if kind == L["wait_kind_object_is_fd"]:
                     self.state += " fd %d" % obj
+                elif kind == L["wait_kind_object_is_fiber"] and obj:
+                    self.state += " of fiber %d" % _u64(obj + L["xf_fiber.id"])
                 elif obj:
                     self.state += " " + _describe(obj)
             else:
