@@ -1,5 +1,5 @@
 /*
- * test_trace_units.c - the parts of `xfiber trace` that real workloads on
+ * test_units.c - the parts of `xfiber trace` that real workloads on
  * one machine may never exercise, fed with made-up input:
  *   ring    ring-buffer pages with time extends, absolute timestamps,
  *           discarded records, long records, lost-record flags and garbage
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "testlib.h"
-#include "trace_fpu.h"
-#include "trace_ring.h"
+#include "trace/fpu.h"
+#include "trace/ring.h"
 #include "xfiber.h"
 
 /* ---- ring pages ---- */

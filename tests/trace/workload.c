@@ -1,5 +1,5 @@
 /*
- * trace_workload.c - a known number of kernel context switches with a chosen
+ * workload.c - a known number of kernel context switches with a chosen
  * register state live, for `xfiber trace` to count.
  *
  * usage: trace_workload pingpong ROUNDS [none|clean|avx512|amx]

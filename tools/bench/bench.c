@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "tsc.h"
+#include "bench/bench.h"
+#include "common/tsc.h"
 
 extern const struct xf_bench_workload __start_xf_bench_workloads[];
 extern const struct xf_bench_workload __stop_xf_bench_workloads[];

@@ -6,7 +6,7 @@
  * from variants: the kernel threads/processes variant, peers such as glibc
  * swapcontext or Go, and later xfiber's own fibers.  A variant registers
  * itself with XF_BENCH_VARIANT in its own file and adds rows when the plan
- * is made; the runner (bench_run.c) then warms up and times every row the
+ * is made; the runner (run.c) then warms up and times every row the
  * same way, so a new kind of row is a new file, nothing else.
  */
 #ifndef XF_TOOLS_BENCH_H
@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bench_state.h"
+#include "bench/state.h"
 
 #define XF_BENCH_MAX_RUNS  100
 #define XF_BENCH_MAX_ROWS  256

@@ -1,5 +1,5 @@
 /*
- * cmd_bench.c - `xfiber bench`: options, the plans of the workloads asked
+ * command.c - `xfiber bench`: options, the plans of the workloads asked
  * for, running them, and what comes out (tables, --json, --plot); also
  * `xfiber bench compare` and `xfiber bench plot`.
  */
@@ -11,14 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "bench_compare.h"
-#include "bench_plot.h"
-#include "bench_report.h"
-#include "bench_run.h"
-#include "bench_task.h"
-#include "command.h"
-#include "tsc.h"
+#include "bench/bench.h"
+#include "bench/compare.h"
+#include "bench/plot.h"
+#include "bench/report.h"
+#include "bench/run.h"
+#include "bench/task.h"
+#include "common/command.h"
+#include "common/tsc.h"
 
 #define MAX_WORKLOADS 16
 #define MAX_CPUS      1024

@@ -1,5 +1,5 @@
 /*
- * bench_compare.c - `xfiber bench compare A.json B.json`: every row the two
+ * compare.c - `xfiber bench compare A.json B.json`: every row the two
  * result files share, B against A, with Welch's t-test saying whether the
  * difference is beyond the run-to-run noise.
  */
@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_compare.h"
-#include "bench_jsonread.h"
-#include "bench_report.h"
-#include "bench_stats.h"
+#include "bench/compare.h"
+#include "bench/jsonread.h"
+#include "bench/report.h"
+#include "bench/stats.h"
 
 /* The samples of a row as stats; false if it has none. */
 static bool row_stats(const struct xf_jv *row, struct xf_bench_summary *st)

@@ -1,4 +1,4 @@
-/* bench_compare.h - `xfiber bench compare A.json B.json` (bench_compare.c). */
+/* compare.h - `xfiber bench compare A.json B.json` (compare.c). */
 #ifndef XF_TOOLS_BENCH_COMPARE_H
 #define XF_TOOLS_BENCH_COMPARE_H
 

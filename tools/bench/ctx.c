@@ -1,8 +1,8 @@
 /*
- * bench_ctx.c - `xfiber bench ctx`: context switches per second between two
+ * ctx.c - `xfiber bench ctx`: context switches per second between two
  * kernel threads or processes, like powerpc's context_switch2 (--test=pipe|
  * futex|yield, --process, one CPU or two, registers dirtied after every
- * switch).  The peers (bench_ctx_peers.c, bench_ctx_go.c) and, later,
+ * switch).  The peers (ctx_peers.c, ctx_go.c) and, later,
  * xfiber's fibers add their rows to the same table.
  */
 #include <errno.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_ctx.h"
-#include "bench_task.h"
-#include "tsc.h"
+#include "bench/ctx.h"
+#include "bench/task.h"
+#include "common/tsc.h"
 
 static const char *const test_names[XF_CTX_NTESTS] = {"pipe", "futex", "yield"};
 

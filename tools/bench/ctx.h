@@ -1,5 +1,5 @@
 /*
- * bench_ctx.h - the ping-pongs behind `xfiber bench ctx` and `pipe`: two
+ * ctx.h - the ping-pongs behind `xfiber bench ctx` and `pipe`: two
  * kernel tasks (threads or processes) handing control back and forth over a
  * pipe, a futex or sched_yield, dirtying their registers after every switch
  * as context_switch2 does; and the user-level peers timed against them.
@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "xstate/regs.h"
 
 /* Shared by the two sides; in MAP_SHARED memory so processes can use it. */
@@ -31,7 +31,7 @@ struct xf_ctx_shared {
 	int error[2];	    /* a failed system call's errno, per side */
 };
 
-/* One side of the ping-pong (bench_ctx_nofp.c); 0, or 1 with error[side] set. */
+/* One side of the ping-pong (ctx_nofp.c); 0, or 1 with error[side] set. */
 int xf_ctx_side(struct xf_ctx_shared *sh, int side);
 
 /* Runs n round trips of p's test between two tasks as p says (process,
@@ -51,7 +51,7 @@ const char *xf_ctx_test_name(int test);
  * calling thread, so only with one CPU and thread rows. */
 bool xf_ctx_peer_wanted(const struct xf_bench_opts *o, unsigned peer);
 
-/* The user-level peers' loops (bench_ctx_nofp.c): n round trips between two
+/* The user-level peers' loops (ctx_nofp.c): n round trips between two
  * contexts of the calling thread, each dirtying classes from r after every
  * switch; TSC ticks. */
 uint64_t xf_ctx_swapcontext_loop(const struct xf__regs *r, unsigned classes, uint64_t n,

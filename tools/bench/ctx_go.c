@@ -1,5 +1,5 @@
 /*
- * bench_ctx_go.c - the Go rows of `xfiber bench ctx`: goroutine switches
+ * ctx_go.c - the Go rows of `xfiber bench ctx`: goroutine switches
  * with GOMAXPROCS=1, by runtime.Gosched and by an unbuffered channel, from
  * the program in bench/go (built with the tool when go is found).  Each run
  * is followed by xfiber's yield or channel ping-pong with as many round
@@ -8,9 +8,9 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 
-#include "bench_ctx.h"
-#include "bench_fiber.h"
-#include "bench_go.h"
+#include "bench/ctx.h"
+#include "bench/fiber.h"
+#include "bench/go.h"
 
 /* .test of a Go row. */
 enum { GO_GOSCHED, GO_CHAN };

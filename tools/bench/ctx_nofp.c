@@ -1,5 +1,5 @@
 /*
- * bench_ctx_nofp.c - the timed ping-pong loops of `xfiber bench ctx`: kernel
+ * ctx_nofp.c - the timed ping-pong loops of `xfiber bench ctx`: kernel
  * tasks over a pipe, a futex or sched_yield, and the user-level peers (glibc
  * swapcontext, Boost.Context fcontext).
  *
@@ -16,10 +16,10 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "bench_ctx.h"
-#include "bench_state.h"
-#include "bench_syscall.h"
-#include "tsc.h"
+#include "bench/ctx.h"
+#include "bench/state.h"
+#include "bench/syscall.h"
+#include "common/tsc.h"
 #include "xfiber.h"
 
 static long futex_op(uint32_t *word, int op, uint32_t val, bool shared)

@@ -1,5 +1,5 @@
 /*
- * bench_ctx_peers.c - the user-level peers in `xfiber bench ctx`: glibc
+ * ctx_peers.c - the user-level peers in `xfiber bench ctx`: glibc
  * swapcontext and Boost.Context's jump_fcontext ping-pongs in one thread,
  * dirtying the registers after every switch like the kernel rows.  Neither
  * saves vector state, which is the point of comparing them.
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_ctx.h"
-#include "tsc.h"
+#include "bench/ctx.h"
+#include "common/tsc.h"
 
 #define PEER_STACK (64 * 1024)
 

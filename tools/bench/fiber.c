@@ -1,5 +1,5 @@
 /*
- * bench_fiber.c - xfiber's rows in `xfiber bench` (see bench_fiber.h).
+ * fiber.c - xfiber's rows in `xfiber bench` (see fiber.h).
  *
  *   ctx        fiber-yield, fiber-chan, fiber-preempt: switches/s between two
  *              fibers on one worker, dirtying after every switch like the
@@ -28,14 +28,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "bench_ctx.h"
-#include "bench_fiber.h"
-#include "bench_go.h"
-#include "bench_state.h"
-#include "bench_task.h"
+#include "bench/bench.h"
+#include "bench/ctx.h"
+#include "bench/fiber.h"
+#include "bench/go.h"
+#include "bench/state.h"
+#include "bench/task.h"
+#include "common/tsc.h"
 #include "preempt/preempt.h"
-#include "tsc.h"
 
 #define MIN_STACK  (64 * 1024)
 #define PARKED	   100000

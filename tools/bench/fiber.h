@@ -1,10 +1,10 @@
 /*
- * bench_fiber.h - xfiber's own rows in `xfiber bench`: fibers switching by
+ * fiber.h - xfiber's own rows in `xfiber bench`: fibers switching by
  * yield, by channel and by preemption, next to the kernel and the peers; and
  * the `fiber` workload's runtime costs (spawn, parked memory, signals,
  * preemption, its overhead).
  *
- * The timed loops live in bench_fiber_nofp.c, general registers only, so
+ * The timed loops live in fiber_nofp.c, general registers only, so
  * that between dirtying the registers and the switch nothing else touches
  * them.
  */
@@ -65,7 +65,7 @@ void xf_fb_stop(struct xf_fb_runtime *rt, struct xf_bench_sample *s);
  * p says, registers as p->state says; <= 0 if the runtime cannot start. */
 double xf_fb_pingpong_ns_per_switch(const struct xf_bench_params *p, bool chan, uint64_t n);
 
-/* The minimal assembly switch (bench_minswitch_x86_64_sysv_elf_gas.S): n
+/* The minimal assembly switch (minswitch_x86_64_sysv_elf_gas.S): n
  * round trips between two contexts saving only callee-saved GPRs, MXCSR
  * and the x87 control word, unconditionally, both switching from one call
  * site - or, two_sites, each from its own, so that every switch's return

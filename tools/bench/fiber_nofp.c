@@ -1,5 +1,5 @@
 /*
- * bench_fiber_nofp.c - the timed fiber loops of `xfiber bench`.
+ * fiber_nofp.c - the timed fiber loops of `xfiber bench`.
  *
  * WARNING: built -mgeneral-regs-only.  Between xf_bench_touch() and the
  * switch nothing here may touch a vector register, so each switch carries
@@ -8,10 +8,10 @@
 #define _GNU_SOURCE
 #include <signal.h>
 
-#include "bench_fiber.h"
-#include "bench_state.h"
-#include "bench_syscall.h"
-#include "tsc.h"
+#include "bench/fiber.h"
+#include "bench/state.h"
+#include "bench/syscall.h"
+#include "common/tsc.h"
 
 #define SYS_rt_tgsigqueueinfo 297
 
@@ -19,7 +19,7 @@
  * run one function: each xf_yield then returns to the call site it was
  * called from, which the CPU's return stack predicts.  Two different loops
  * would mispredict that return at every switch (~6 ns here; see
- * bench_minswitch_x86_64_sysv_elf_gas.S). */
+ * minswitch_x86_64_sysv_elf_gas.S). */
 __attribute__((noinline)) uint64_t xf_fb_yield_loop(struct xf_fb_pair *pp)
 {
 	const uint64_t n = pp->n;

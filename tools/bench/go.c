@@ -1,13 +1,13 @@
 /*
- * bench_go.c - running the Go peer (bench_go.h).
+ * go.c - running the Go peer (go.h).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_go.h"
-#include "bench_task.h"
+#include "bench/go.h"
+#include "bench/task.h"
 
 #ifdef XF_BENCH_GO
 const char *xf_bench_go_missing(void)

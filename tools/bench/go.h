@@ -1,5 +1,5 @@
 /*
- * bench_go.h - running the Go peer (bench/go, built with the tool when a Go
+ * go.h - running the Go peer (bench/go, built with the tool when a Go
  * toolchain is found) for the rows that set goroutines against fibers.
  */
 #ifndef XF_TOOLS_BENCH_GO_H

@@ -1,5 +1,5 @@
 /*
- * bench_io.c - `xfiber bench io`: fibers doing I/O through xfiber's
+ * io.c - `xfiber bench io`: fibers doing I/O through xfiber's
  * descriptor calls, each row against its yardstick measured in the same run.
  *
  *   socketpair/threads/1cpu  two kernel threads on one CPU, blocking read()
@@ -34,11 +34,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "bench_fiber.h"
-#include "bench_go.h"
-#include "bench_task.h"
-#include "tsc.h"
+#include "bench/bench.h"
+#include "bench/fiber.h"
+#include "bench/go.h"
+#include "bench/task.h"
+#include "common/tsc.h"
 
 #define ROUNDS	 9
 #define WARM	 1000 /* untimed round trips of one connection; of many, WARM_MANY each */

@@ -1,10 +1,10 @@
-/* bench_jsonread.c - see bench_jsonread.h.  Recursive descent, depth-limited. */
+/* jsonread.c - see jsonread.h.  Recursive descent, depth-limited. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_jsonread.h"
+#include "bench/jsonread.h"
 
 #define MAX_DEPTH 64
 #define MAX_FILE  (64 << 20)

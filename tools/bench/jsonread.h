@@ -1,6 +1,6 @@
 /*
- * bench_jsonread.h - a small JSON reader for `xfiber bench compare`: the
- * whole document becomes a tree of values (json.h writes; this reads).
+ * jsonread.h - a small JSON reader for `xfiber bench compare`: the
+ * whole document becomes a tree of values (common/json.h writes; this reads).
  */
 #ifndef XF_TOOLS_BENCH_JSONREAD_H
 #define XF_TOOLS_BENCH_JSONREAD_H

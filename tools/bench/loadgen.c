@@ -1,5 +1,5 @@
 /*
- * bench_loadgen.c - the HTTP load generator (bench_loadgen.h).
+ * loadgen.c - the HTTP load generator (loadgen.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_loadgen.h"
+#include "bench/loadgen.h"
 
 #define OUTSTANDING_MAX 64 /* pipelined on one connection at most */
 #define DRAIN_NS	2000000000ull

@@ -1,5 +1,5 @@
 /*
- * bench_loadgen.h - the HTTP load generator of `xfiber bench server`.
+ * loadgen.h - the HTTP load generator of `xfiber bench server`.
  *
  * Open loop: requests leave at Poisson arrival times whatever the server
  * does, each on a connection with nothing outstanding if there is one (else

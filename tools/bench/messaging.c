@@ -1,5 +1,5 @@
 /*
- * bench_messaging.c - `xfiber bench messaging`: the equivalent of `perf
+ * messaging.c - `xfiber bench messaging`: the equivalent of `perf
  * bench sched messaging` and rt-tests' hackbench.  Each group has --fds
  * receivers and --fds senders; every sender writes --loops messages of
  * --size bytes to every receiver of its group, over socket pairs (or pipes
@@ -17,8 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "bench_task.h"
+#include "bench/bench.h"
+#include "bench/task.h"
 
 #define MAX_FDS	  64
 #define MAX_TASKS 4000

@@ -1,5 +1,5 @@
 /*
- * bench_minswitch_x86_64_sysv_elf_gas.S - the yardstick for xfiber's
+ * minswitch_x86_64_sysv_elf_gas.S - the yardstick for xfiber's
  * voluntary switch: the least a switch must keep under the SysV ABI -
  * rbx, rbp, r12-r15, rsp, MXCSR and the x87 control word - saved and
  * reloaded unconditionally, as Boost.Context's jump_fcontext does.  Unlike
@@ -22,7 +22,7 @@
  * stack, lowest address first:
  *   +0 MXCSR  +4 x87 CW  +8 r15 r14 r13 r12 rbx rbp  +56 return address
  */
-	.file	"bench_minswitch_x86_64_sysv_elf_gas.S"
+	.file	"minswitch_x86_64_sysv_elf_gas.S"
 	.text
 
 /* void min_switch(void **save_sp [rdi], void *next_sp [rsi]) */

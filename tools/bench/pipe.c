@@ -1,5 +1,5 @@
 /*
- * bench_pipe.c - `xfiber bench pipe`: the equivalent of `perf bench sched
+ * pipe.c - `xfiber bench pipe`: the equivalent of `perf bench sched
  * pipe`, two tasks bouncing an int over a pair of pipes through glibc's
  * read and write, in usecs per round trip (perf's "op"), with threads
  * (perf's -T) or processes.  The loop is ctx's pipe test, with perf's calls
@@ -7,7 +7,7 @@
  */
 #include <stdio.h>
 
-#include "bench_ctx.h"
+#include "bench/ctx.h"
 
 static int pipe_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {

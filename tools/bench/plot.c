@@ -1,4 +1,4 @@
-/* bench_plot.c - runs bench/plot.py with a Python that has matplotlib, within a time bound. */
+/* plot.c - runs bench/plot.py with a Python that has matplotlib, within a time bound. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_plot.h"
+#include "bench/plot.h"
 
 extern char **environ;
 

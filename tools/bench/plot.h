@@ -1,5 +1,5 @@
 /*
- * bench_plot.h - `--plot FILE.png` and `xfiber bench plot`: bar charts with
+ * plot.h - `--plot FILE.png` and `xfiber bench plot`: bar charts with
  * error bars, drawn by bench/plot.py with Python 3 and matplotlib.
  */
 #ifndef XF_TOOLS_BENCH_PLOT_H

@@ -1,4 +1,4 @@
-/* bench_report.c - the human tables and the JSON results of `xfiber bench`. */
+/* report.c - the human tables and the JSON results of `xfiber bench`. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -6,9 +6,9 @@
 #include <sys/utsname.h>
 #include <time.h>
 
-#include "bench_report.h"
-#include "bench_stats.h"
-#include "json.h"
+#include "bench/report.h"
+#include "bench/stats.h"
+#include "common/json.h"
 #include "xfiber.h"
 
 double xf_bench_speedup(double value, double base, bool higher_is_better)

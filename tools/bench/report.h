@@ -1,5 +1,5 @@
 /*
- * bench_report.h - what `xfiber bench` prints: the tables in the seeds'
+ * report.h - what `xfiber bench` prints: the tables in the seeds'
  * style (Mean | Stddev | ... | %speedup vs a baseline row) and the JSON file
  * with every run's raw numbers, the machine and the settings.
  */
@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 
 #define XF_BENCH_SCHEMA "xfiber-bench/1"
 

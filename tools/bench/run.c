@@ -1,4 +1,4 @@
-/* bench_run.c - warm-up, calibration, timed runs, the watchdog and the progress line. */
+/* run.c - warm-up, calibration, timed runs, the watchdog and the progress line. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -6,8 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_run.h"
-#include "bench_task.h"
+#include "bench/run.h"
+#include "bench/task.h"
 
 /* Calibration stops growing the work here, whatever the row's speed. */
 #define MAX_ITERS 1000000000ull

@@ -1,5 +1,5 @@
 /*
- * bench_run.h - how every row is measured: pinned, warmed up (and its work
+ * run.h - how every row is measured: pinned, warmed up (and its work
  * calibrated to --time), then timed --runs times under a watchdog, with the
  * progress on stderr.
  */
@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 
 struct xf_bench_progress {
 	bool tty;	     /* stderr is a terminal: one self-rewriting line */

@@ -1,5 +1,5 @@
 /*
- * bench_server.c - `xfiber bench server`: examples/httpd.c against the servers
+ * server.c - `xfiber bench server`: examples/httpd.c against the servers
  * a user would pick instead, with the same routes and the same work:
  *
  *   xfiber     example_httpd, 1 worker, 1000 us slices (or as the row says)
@@ -15,7 +15,7 @@
  *            GET /spin?us=10 for 1 s; the value is microseconds per request
  *            (1e6 / requests per second)
  *   mix-R%/SERVER
- *            tail latency, open loop (bench_loadgen.c): Poisson arrivals at
+ *            tail latency, open loop (loadgen.c): Poisson arrivals at
  *            R% of the cooperative server's capacity (measured first, closed
  *            loop, in the same run), 99.5% /spin?us=10 and 0.5% /spin?us=5000;
  *            the value is the p99 of the short requests in microseconds,
@@ -48,9 +48,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "bench_loadgen.h"
-#include "bench_task.h"
+#include "bench/bench.h"
+#include "bench/loadgen.h"
+#include "bench/task.h"
 
 #define SERVER_RUNS_MAX 3 /* runs of the table at most: each costs ~20 s */
 #define WRK_SECONDS	"1"

@@ -1,5 +1,5 @@
 /*
- * bench_sig.c - `xfiber bench sig`: what catching a signal costs, lmbench
+ * sig.c - `xfiber bench sig`: what catching a signal costs, lmbench
  * `lat_sig catch` style.  Each run sends itself the signal n times with
  * SIG_IGN (the cost of sending) and n times with a handler that returns; the
  * row is the difference per signal (medians of alternating chunks), with the
@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "bench_sig.h"
-#include "tsc.h"
+#include "bench/bench.h"
+#include "bench/sig.h"
+#include "common/tsc.h"
 
 #define BENCH_SIGNAL SIGUSR1
 

@@ -1,5 +1,5 @@
 /*
- * bench_sig.h - the timed loops of `xfiber bench sig` (bench_sig_nofp.c) and
+ * sig.h - the timed loops of `xfiber bench sig` (sig_nofp.c) and
  * what the handler saw of the signal frame.
  */
 #ifndef XF_TOOLS_BENCH_SIG_H
@@ -21,7 +21,7 @@ struct xf_bench_sig_seen {
 
 extern volatile struct xf_bench_sig_seen xf_bench_sig_seen;
 
-/* The handler's entry point (bench_sig_x86_64_sysv_elf_gas.S): records its
+/* The handler's entry point (sig_x86_64_sysv_elf_gas.S): records its
  * entry SP, then continues in xf__bench_sig_handler. */
 void xf__bench_sig_entry(int sig, siginfo_t *si, void *uc);
 void xf__bench_sig_handler(int sig, siginfo_t *si, void *uc, uintptr_t entry_sp);

@@ -1,5 +1,5 @@
 /*
- * bench_sig_nofp.c - the signal loop and handler of `xfiber bench sig`.
+ * sig_nofp.c - the signal loop and handler of `xfiber bench sig`.
  *
  * Built -mgeneral-regs-only: between dirtying the registers and the signal
  * nothing may change the state the kernel is about to save, and the handler
@@ -10,10 +10,10 @@
 #include <sys/ucontext.h>
 #include <unistd.h>
 
-#include "bench_sig.h"
-#include "bench_state.h"
-#include "bench_syscall.h"
-#include "tsc.h"
+#include "bench/sig.h"
+#include "bench/state.h"
+#include "bench/syscall.h"
+#include "common/tsc.h"
 
 /* struct _fpx_sw_bytes lives in the 48 spare bytes of the FXSAVE area. */
 #define FPX_SW_OFFSET	   464

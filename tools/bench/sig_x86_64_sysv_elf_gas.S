@@ -1,10 +1,10 @@
 /*
- * bench_sig_x86_64_sysv_elf_gas.S - the entry of `xfiber bench sig`'s
+ * sig_x86_64_sysv_elf_gas.S - the entry of `xfiber bench sig`'s
  * handler.  At entry %rsp points at the frame's return address, the lowest
  * byte the kernel wrote; the C handler gets it as a fourth argument, so the
  * frame size is measured exactly rather than from inside a C stack frame.
  */
-	.file	"bench_sig_x86_64_sysv_elf_gas.S"
+	.file	"sig_x86_64_sysv_elf_gas.S"
 	.text
 	.globl	xf__bench_sig_entry
 	.hidden	xf__bench_sig_entry

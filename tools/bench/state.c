@@ -1,9 +1,9 @@
-/* bench_state.c - --state names, the classes each dirties, and whether this CPU has them. */
+/* state.c - --state names, the classes each dirties, and whether this CPU has them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_state.h"
+#include "bench/state.h"
 #include "xfiber.h"
 #include "xstate/xstate.h"
 

@@ -1,5 +1,5 @@
 /*
- * bench_state.h - the register state a benchmark runs in (--state): which
+ * state.h - the register state a benchmark runs in (--state): which
  * classes are dirtied around each operation, as context_switch2 touches FP
  * and vector registers after every switch, and how to return to init.
  */
@@ -39,7 +39,7 @@ struct xf__regs *xf_bench_regs_new(uint64_t seed);
 int xf_bench_state_setup(void);
 /* Puts every enabled component into its init state (XRSTOR of an image with
  * XSTATE_BV = 0), so a row starts from nothing live but what it dirties.
- * Built general-regs-only (bench_state_nofp.c). */
+ * Built general-regs-only (state_nofp.c). */
 void xf_bench_state_init(void);
 
 /* Dirties the classes (no-op for 0). */

@@ -1,5 +1,5 @@
 /*
- * bench_state_nofp.c - back to init state before a row's loop.
+ * state_nofp.c - back to init state before a row's loop.
  *
  * Built -mgeneral-regs-only: the reset must not leave a vector register live
  * behind itself, as a compiler-inserted spill would.
@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include "bench_state.h"
+#include "bench/state.h"
 #include "common/compiler.h"
 #include "xstate/xstate.h"
 

@@ -1,11 +1,11 @@
-/* bench_stats.c - run summaries, Welch's t-test and the t distribution it needs. */
+/* stats.c - run summaries, Welch's t-test and the t distribution it needs. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_stats.h"
-#include "tsc.h"
+#include "bench/stats.h"
+#include "common/tsc.h"
 
 void xf_bench_summarize(const double *v, size_t n, struct xf_bench_summary *out)
 {

@@ -1,5 +1,5 @@
 /*
- * bench_stats.h - the statistics behind `xfiber bench`: summaries of runs and
+ * stats.h - the statistics behind `xfiber bench`: summaries of runs and
  * Welch's t-test, with the Student t distribution computed here (regularized
  * incomplete beta) so the tool needs nothing beyond libm.
  */

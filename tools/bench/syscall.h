@@ -1,5 +1,5 @@
 /*
- * bench_syscall.h - system calls without glibc, for the timed loops built
+ * syscall.h - system calls without glibc, for the timed loops built
  * -mgeneral-regs-only: what runs between dirtying the registers and the
  * kernel entry must be exactly what the benchmark means to measure.
  */

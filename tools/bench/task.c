@@ -1,4 +1,4 @@
-/* bench_task.c - pinned threads and processes for the benchmarks, and their watchdog hook. */
+/* task.c - pinned threads and processes for the benchmarks, and their watchdog hook. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -13,12 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench_task.h"
+#include "bench/task.h"
 
 extern char **environ;
 
 /* Child pids for the watchdog; a slot is 0 when free.  Sized for messaging's
- * largest run (--groups x 2 x --fds, bounded in cmd_bench.c). */
+ * largest run (--groups x 2 x --fds, bounded in command.c). */
 #define MAX_CHILDREN 4096
 static volatile pid_t children[MAX_CHILDREN];
 

@@ -1,5 +1,5 @@
 /*
- * bench_task.h - the tasks a benchmark runs: kernel threads or forked
+ * task.h - the tasks a benchmark runs: kernel threads or forked
  * processes, each pinned to a CPU, and memory both kinds can share.  Every
  * child process is tracked so the run watchdog can end it.
  */

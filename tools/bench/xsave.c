@@ -1,14 +1,15 @@
 /*
- * bench_xsave.c - `xfiber bench xsave`: the XSAVE-family instruction costs of
- * `xfiber info --costs` (xsave_costs.c), one row per instruction and state,
- * measured --runs times so the rows get a spread like every other table.
+ * xsave.c - `xfiber bench xsave`: the XSAVE-family instruction costs of
+ * `xfiber info --costs` (common/xsave_costs.c), one row per instruction and
+ * state, measured --runs times so the rows get a spread like every other
+ * table.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "bench.h"
-#include "xsave_costs.h"
+#include "bench/bench.h"
+#include "common/xsave_costs.h"
 
 /* The cost table's states (enum xf_cost_state) as --state names them.  A row's
  * .test is its enum xf_cost_op, its .state the xf_bench_state here. */

@@ -1,12 +1,13 @@
 /*
  * command.h - how `xfiber` subcommands register themselves.
  *
- * Each subcommand file defines one XF_COMMAND; the linker gathers them into
- * the section xf_commands, which xfiber.c walks.  Nothing else needs editing
- * to add a subcommand.
+ * Each subcommand's command.c (tools/bench/, tools/trace/, ...) defines one
+ * XF_COMMAND; the linker gathers them into the section xf_commands, which
+ * tools/xfiber.c walks.  Nothing else but tools/CMakeLists.txt's list of
+ * folders needs editing to add a subcommand.
  */
-#ifndef XF_TOOLS_COMMAND_H
-#define XF_TOOLS_COMMAND_H
+#ifndef XF_TOOLS_COMMON_COMMAND_H
+#define XF_TOOLS_COMMON_COMMAND_H
 
 #include <stdio.h>
 

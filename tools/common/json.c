@@ -2,7 +2,7 @@
 #include <inttypes.h>
 #include <math.h>
 
-#include "json.h"
+#include "common/json.h"
 
 void xf_json_init(struct xf_json *j, FILE *out)
 {

@@ -2,8 +2,8 @@
  * json.h - a small streaming JSON writer for the tools' --json output.
  * Commas and indentation are handled here; callers name keys and values.
  */
-#ifndef XF_TOOLS_JSON_H
-#define XF_TOOLS_JSON_H
+#ifndef XF_TOOLS_COMMON_JSON_H
+#define XF_TOOLS_COMMON_JSON_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "tsc.h"
+#include "common/tsc.h"
 
 static double now_ns(void)
 {

@@ -1,6 +1,6 @@
 /* tsc.h - cheap timestamps for measurement loops: rdtsc, converted to ns. */
-#ifndef XF_TOOLS_TSC_H
-#define XF_TOOLS_TSC_H
+#ifndef XF_TOOLS_COMMON_TSC_H
+#define XF_TOOLS_COMMON_TSC_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "common/compiler.h"
-#include "tsc.h"
+#include "common/tsc.h"
+#include "common/xsave_costs.h"
 #include "xfiber.h"
-#include "xsave_costs.h"
 #include "xstate/xstate.h"
 
 static const char *const state_names[XF_COST_NSTATES] = {"init", "sse", "avx", "avx512", "amx"};

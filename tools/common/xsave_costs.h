@@ -2,8 +2,8 @@
  * xsave_costs.h - what each XSAVE-family instruction costs here, per state.
  * `xfiber info --costs` prints the table; `xfiber bench xsave` reuses it.
  */
-#ifndef XF_TOOLS_XSAVE_COSTS_H
-#define XF_TOOLS_XSAVE_COSTS_H
+#ifndef XF_TOOLS_COMMON_XSAVE_COSTS_H
+#define XF_TOOLS_COMMON_XSAVE_COSTS_H
 
 #include <stdbool.h>
 #include <stdint.h>

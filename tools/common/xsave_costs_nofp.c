@@ -5,9 +5,9 @@
  * the measured state and the last timed instruction nothing may touch a
  * vector register, or the state being measured would change under us.
  */
-#include "tsc.h"
+#include "common/tsc.h"
+#include "common/xsave_costs.h"
 #include "xfiber.h"
-#include "xsave_costs.h"
 #include "xstate/xstate.h"
 
 uint64_t xf__cost_batch(enum xf_cost_op op, unsigned classes, const struct xf__regs *regs,

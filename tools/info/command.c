@@ -1,12 +1,12 @@
-/* cmd_info.c - `xfiber info`: the machine's extended-state picture. */
+/* command.c - `xfiber info`: the machine's extended-state picture. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "command.h"
-#include "json.h"
+#include "common/command.h"
+#include "common/json.h"
+#include "common/xsave_costs.h"
 #include "xfiber.h"
-#include "xsave_costs.h"
 
 #define COST_BATCHES 51
 #define COST_ITERS   256

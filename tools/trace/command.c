@@ -1,7 +1,7 @@
 /*
- * cmd_trace.c - `xfiber trace [--json] -- COMMAND ...`: runs COMMAND with the
+ * command.c - `xfiber trace [--json] -- COMMAND ...`: runs COMMAND with the
  * kernel's FPU tracepoints on, in a trace instance of its own, and reports
- * what the kernel's FPU switching did for COMMAND's tasks (trace_fpu.h says
+ * what the kernel's FPU switching did for COMMAND's tasks (fpu.h says
  * how each number is derived).
  *
  * The order of things is what keeps tracefs clean: every signal that could
@@ -25,12 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "command.h"
-#include "trace_events.h"
-#include "trace_fpu.h"
-#include "trace_fs.h"
-#include "trace_report.h"
-#include "trace_ring.h"
+#include "common/command.h"
+#include "trace/events.h"
+#include "trace/fpu.h"
+#include "trace/fs.h"
+#include "trace/report.h"
+#include "trace/ring.h"
 
 /* Exit statuses of xfiber itself, as timeout(1) and env(1) use them. */
 #define EXIT_TRACE_FAILED 125 /* xfiber trace could not do its job */

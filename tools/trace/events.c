@@ -1,12 +1,12 @@
-/* trace_events.c - see trace_events.h. */
+/* events.c - see events.h. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_events.h"
-#include "trace_fs.h"
+#include "trace/events.h"
+#include "trace/fs.h"
 
 static const struct {
 	const char *name;

@@ -1,5 +1,5 @@
 /*
- * trace_events.h - the tracepoints `xfiber trace` records, and decoding
+ * events.h - the tracepoints `xfiber trace` records, and decoding
  * their raw records.
  *
  * Field offsets are never assumed: each event's `format` file in tracefs

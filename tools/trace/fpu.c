@@ -1,9 +1,9 @@
-/* trace_fpu.c - see trace_fpu.h. */
+/* fpu.c - see fpu.h. */
 #include <cpuid.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_fpu.h"
+#include "trace/fpu.h"
 #include "xfiber.h"
 
 #define CLONE_THREAD_FLAG 0x00010000 /* <linux/sched.h> CLONE_THREAD */

@@ -1,5 +1,5 @@
 /*
- * trace_fpu.h - what the kernel's FPU switching did, derived from the
+ * fpu.h - what the kernel's FPU switching did, derived from the
  * recorded events, per task and in total.
  *
  * The kernel (5.2 and later, arch/x86/include/asm/fpu/sched.h and
@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace_events.h"
+#include "trace/events.h"
 
 struct xf_fpu_counts {
 	uint64_t context_switches; /* switch-outs: sched_switch with the task as prev */

@@ -1,4 +1,4 @@
-/* trace_fs.c - see trace_fs.h. */
+/* fs.c - see fs.h. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "trace_fs.h"
+#include "trace/fs.h"
 
 #define INSTANCE_PREFIX "xfiber-"
 

@@ -1,5 +1,5 @@
 /*
- * trace_fs.h - tracefs for `xfiber trace`: find or mount it, create a trace
+ * fs.h - tracefs for `xfiber trace`: find or mount it, create a trace
  * instance of our own, write its control files, and put everything back.
  *
  * Every change goes into the instance (instances/xfiber-PID), never into the

@@ -1,9 +1,9 @@
-/* trace_report.c - see trace_report.h. */
+/* report.c - see report.h. */
 #include <inttypes.h>
 #include <string.h>
 
-#include "json.h"
-#include "trace_report.h"
+#include "common/json.h"
+#include "trace/report.h"
 #include "xfiber.h"
 
 /* The library's name for an XCR0 component; NULL for others. */

@@ -1,5 +1,5 @@
 /*
- * trace_report.h - `xfiber trace` output: the text report and the --json
+ * report.h - `xfiber trace` output: the text report and the --json
  * object (keys documented in docs/trace.md and `xfiber trace --help`).
  */
 #ifndef XF_TOOLS_TRACE_REPORT_H
@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "trace_events.h"
-#include "trace_fpu.h"
+#include "trace/events.h"
+#include "trace/fpu.h"
 
 struct xf_trace_report {
 	char **command;		 /* NULL-terminated argv */

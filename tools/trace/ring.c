@@ -1,9 +1,9 @@
-/* trace_ring.c - see trace_ring.h. */
+/* ring.c - see ring.h. */
 #include <stdio.h>
 #include <string.h>
 
-#include "trace_fs.h"
-#include "trace_ring.h"
+#include "trace/fs.h"
+#include "trace/ring.h"
 
 /* kernel/trace/ring_buffer.c */
 #define RB_MISSED_EVENTS    (UINT64_C(1) << 31)	   /* records were lost before this page */

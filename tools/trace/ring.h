@@ -1,5 +1,5 @@
 /*
- * trace_ring.h - the pages that per_cpu/cpuN/trace_pipe_raw returns: the
+ * ring.h - the pages that per_cpu/cpuN/trace_pipe_raw returns: the
  * kernel's ring-buffer sub-buffers, read in binary so that no text format
  * (comm names with spaces, changed print formats) can confuse the counts.
  *
