@@ -1,8 +1,8 @@
 /*
- * test_info_json.c - `xfiber info --json` agrees with CPUID, XGETBV and
+ * test_json.c - `xfiber info --json` agrees with CPUID, XGETBV and
  * getauxval read here, independently of the library.
  *
- * usage: test_info_json PATH-TO-xfiber
+ * usage: test_json PATH-TO-xfiber
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 	FILE *f;
 
 	if (argc != 2)
-		xf_test_fail("usage: test_info_json PATH-TO-xfiber");
+		xf_test_fail("usage: test_json PATH-TO-xfiber");
 	__cpuid(1, eax, ebx, ecx, edx);
 	if (!(ecx & bit_OSXSAVE))
 		xf_test_skip("no XSAVE enabled by the OS: nothing to compare against");

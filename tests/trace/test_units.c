@@ -260,6 +260,6 @@ int main(int argc, char **argv)
 	else if (argc == 2 && !strcmp(argv[1], "stints"))
 		test_stints();
 	else
-		xf_test_fail("usage: test_trace_units ring|stints");
+		xf_test_fail("usage: test_units ring|stints");
 	return 0;
 }
