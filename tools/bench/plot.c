@@ -21,6 +21,11 @@ extern char **environ;
 #ifndef XF_BENCH_PLOT_SCRIPT
 #define XF_BENCH_PLOT_SCRIPT ""
 #endif
+/* The Python that `make` found or set up for the plots (bench/plot-python.sh);
+ * empty when the system's python3 already has matplotlib. */
+#ifndef XF_BENCH_PYTHON
+#define XF_BENCH_PYTHON ""
+#endif
 
 static char python[4096];
 
@@ -66,12 +71,22 @@ static const char *script(void)
 
 int xf_bench_plot_check(char *err, size_t err_size)
 {
-	/* XFIBER_PYTHON picks one; else the python3 on PATH, then the system's,
-	 * which is where apt-get puts python3-matplotlib. */
+	/* XFIBER_PYTHON picks one; else the one the build was given, the
+	 * python3 on PATH, then the system's, which is where apt-get puts
+	 * python3-matplotlib. */
 	const char *forced = getenv("XFIBER_PYTHON");
-	const char *candidates[] = {forced && *forced ? forced : "python3",
-				    forced && *forced ? NULL : "/usr/bin/python3"};
+	const char *candidates[3];
+	size_t n = 0;
 	bool any_python = false;
+
+	if (forced && *forced) {
+		candidates[n++] = forced;
+	} else {
+		if (*XF_BENCH_PYTHON)
+			candidates[n++] = XF_BENCH_PYTHON;
+		candidates[n++] = "python3";
+		candidates[n++] = "/usr/bin/python3";
+	}
 
 	if (!*script() || access(script(), R_OK)) {
 		snprintf(err, err_size,
@@ -80,7 +95,7 @@ int xf_bench_plot_check(char *err, size_t err_size)
 			 script());
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]) && candidates[i]; i++) {
+	for (size_t i = 0; i < n; i++) {
 		char *probe[] = {(char *)candidates[i], "-c", "import matplotlib", NULL};
 		char *version[] = {(char *)candidates[i], "--version", NULL};
 		int rc = run(probe, 1);
