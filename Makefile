@@ -18,7 +18,7 @@ CMAKE       ?= cmake
 # validation use besides.
 CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace
 BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk nghttp2-client libboost-context-dev $(PLOT_PACKAGES) \
-		 linux-perf rt-tests
+		 linux-perf rt-tests golang-go
 # The plots, whose test `make check` runs too.
 PLOT_PACKAGES  = python3-matplotlib
 

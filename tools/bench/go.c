@@ -47,8 +47,8 @@ int xf_bench_go_run(const char *mode, uint64_t n, unsigned long long *count, dou
 #else
 const char *xf_bench_go_missing(void)
 {
-	return "Go was not found when xfiber was built: apt-get install golang-go "
-	       "(or put go on PATH), then rebuild";
+	return "Go was not found when xfiber was built (Debian golang-go: make deps, or put go "
+	       "on PATH), then rebuild";
 }
 
 int xf_bench_go_run(const char *mode, uint64_t n, unsigned long long *count, double *ns,

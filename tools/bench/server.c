@@ -89,7 +89,8 @@ static const char *missing(enum server s)
 #ifdef XF_BENCH_HTTPD_GO
 		return absent(XF_BENCH_HTTPD_GO, "the Go server is missing: rebuild xfiber");
 #else
-		return "Go was not found when xfiber was built";
+		return "Go was not found when xfiber was built (Debian golang-go: make deps, "
+		       "then rebuild)";
 #endif
 	}
 	if (s == SRV_LIBUV) {
