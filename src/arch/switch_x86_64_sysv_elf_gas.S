@@ -62,8 +62,14 @@
  * nesting 0 rather than raising the soft mask, and the switch halves run
  * between two fibers.
  *
+ * A dump (sched/debug.c) stops switches into fibers while it reads their
+ * stacks: each entry sets its worker's in_switch before it looks at
+ * xf__world_stopped, and SWITCH_OUT clears it once next is claimed - a
+ * byte store and a load, and no fence, which the dump's membarrier makes
+ * unnecessary.
+ *
  * No system call, no signal-mask change, no XSAVE here.  Stores count: three
- * taken off xf_yield's path made its ping-pong 4-8% faster (README), so
+ * taken off xf_yield's path made its ping-pong 4-8% faster (docs/benchmarks.md), so
  * errno and the preemption word are written only when they change.
  */
 #include "arch/asm.h"
