@@ -98,6 +98,7 @@ static const struct xf_debug_entry layout_entries[] = {
 	OFF(xf_fiber, spawn_site),
 	OFF(xf_fiber, stack.base),
 	OFF(xf_fiber, stack.size),
+	OFF(xf_fiber, exiting),
 	VALUE("fiber_magic", XF_FIBER_MAGIC),
 	VALUE("fiber_flag:idle", XF_FIBER_F_IDLE),
 	VALUE("fiber_flag:first", XF_FIBER_F_FIRST),
@@ -128,6 +129,7 @@ static const struct xf_debug_entry layout_entries[] = {
 	VALUE("frame.rbp", XF_CTX_RBP),
 	VALUE("frame.rip", XF_CTX_RIP),
 	VALUE("frame.size", XF_CTX_RIP + 8), /* the stack pointer after the switch's ret */
+	VALUE("frame.rip_not_started", (uintptr_t)xf__fiber_start), /* a fiber that never ran */
 	/* Where to start. */
 	VALUE("runtime.address", (uintptr_t)&xf__rt),
 	OFF(xf__runtime, running),
@@ -354,6 +356,18 @@ static bool settles_off_cpu(const struct xf_fiber *f)
 	return false;
 }
 
+/* Whether f's saved stack pointer lies in its own stack: a spawn sets the
+ * stack, then the stack pointer, then the magic (fiber.c), but a structure
+ * freed and reused while the dump looks may show any mix. */
+static bool switch_frame_valid(const struct xf_fiber *f)
+{
+	const char *sp = f->sp, *base = f->stack.base;
+
+	if (f->flags & XF_FIBER_F_FIRST)
+		return sp != NULL; /* on its thread's own stack */
+	return base && sp >= base && sp + XF_CTX_SIZE <= base + f->stack.size;
+}
+
 static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber *self)
 {
 	unsigned worker = 0;
@@ -370,6 +384,9 @@ static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber 
 		out_printf(o, "running on worker %u (thread %d)", worker, xf__rt.workers[worker].tid);
 	} else if (!settles_off_cpu(f)) {
 		out_printf(o, "switching out");
+	} else if (!switch_frame_valid(f)) {
+		/* A fiber being made by a spawn that is not done yet. */
+		out_printf(o, "starting");
 	} else {
 		unwind = true;
 		if (f->preempted)
@@ -387,9 +404,11 @@ static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber 
 			else if (f->wait_kind == XF_WAIT_ON_JOIN)
 				out_printf(o, "blocked on join of fiber %lu",
 					   (unsigned long)((const struct xf_fiber *)f->wait_object)->id);
-			else
+			else if (f->wait_object)
 				out_printf(o, "blocked on %s %p", wait_kind_name(f->wait_kind),
 					   f->wait_object);
+			else
+				out_printf(o, "blocked on %s", wait_kind_name(f->wait_kind));
 		}
 		else
 			out_printf(o, "runnable on worker %d", f->home);
@@ -442,10 +461,13 @@ static void dump_fibers(struct out *o, const struct xf_fiber *self)
 			if (__atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != XF_FIBER_MAGIC ||
 			    (f->flags & XF_FIBER_F_IDLE))
 				continue;
-			if (atomic_load_explicit(&f->state, memory_order_acquire) == XF_FIBER_DONE) {
-				out_printf(o, "fiber %lu%s%s%s [finished, not joined yet]\n\n",
-					   (unsigned long)f->id, f->name ? " \"" : "",
-					   f->name ? f->name : "", f->name ? "\"" : "");
+			/* Finished, or on its way: its stack may be gone, and its
+			 * joiner - which runs - may free it, name and all, while
+			 * we look. */
+			if (atomic_load_explicit(&f->state, memory_order_acquire) == XF_FIBER_DONE ||
+			    __atomic_load_n(&f->exiting, __ATOMIC_ACQUIRE)) {
+				out_printf(o, "fiber %lu [finished, not joined yet]\n\n",
+					   (unsigned long)f->id);
 				continue;
 			}
 			live++;
@@ -455,10 +477,12 @@ static void dump_fibers(struct out *o, const struct xf_fiber *self)
 	out_printf(o, "xfiber: %u live fibers\n", live);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
+/* From a fiber, with xf_write: the reader of a pipe may be a fiber of the
+ * same worker. */
+static int write_all(int fd, const char *buf, size_t len, bool fiber)
 {
 	while (len) {
-		ssize_t n = write(fd, buf, len);
+		ssize_t n = fiber ? xf_write(fd, buf, len) : write(fd, buf, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -482,7 +506,7 @@ int xf_dump(int fd)
 		return xf__misuse_preempt_disabled("xf_dump");
 	if (!xf__runtime_hold()) {
 		xf__runtime_release();
-		return write_all(fd, "xfiber: no runtime\n", 19);
+		return write_all(fd, "xfiber: no runtime\n", 19, false);
 	}
 	/* One dump at a time, and the caller stays where it is meanwhile: a
 	 * switch of its own would wait for its own dump. */
@@ -499,7 +523,7 @@ int xf_dump(int fd)
 	xf__runtime_release();
 	if (o.failed)
 		out_printf(&o, "xfiber: dump cut short: out of memory\n");
-	err = o.buf ? write_all(fd, o.buf, o.len) : ENOMEM;
+	err = o.buf ? write_all(fd, o.buf, o.len, self != NULL) : ENOMEM;
 	free(o.buf);
 	return err;
 }
@@ -514,6 +538,7 @@ static struct {
 	int pipe[2];
 	pthread_t thread;
 	bool running;
+	_Atomic bool stopping; /* the thread's end: a full pipe may not take the byte */
 } dump_signal = {.pipe = {-1, -1}};
 
 static void dump_signal_handler(int sig)
@@ -528,16 +553,18 @@ static void dump_signal_handler(int sig)
 
 static void *dump_signal_thread(void *arg)
 {
-	char byte;
+	char bytes[512];
 
 	(void)arg;
 	for (;;) {
-		long n = syscall(SYS_read, dump_signal.pipe[0], &byte, 1);
+		/* Signals that came while a dump was written ask for one dump:
+		 * a read takes them all. */
+		long n = syscall(SYS_read, dump_signal.pipe[0], bytes, sizeof(bytes));
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0 || !byte)
-			return NULL; /* stop */
+		if (n <= 0 || atomic_load(&dump_signal.stopping))
+			return NULL;
 		xf_dump(STDERR_FILENO);
 	}
 }
@@ -623,21 +650,39 @@ void xf__dump_signal_start(void)
 	}
 }
 
+/* Closes the pipe; the handler stays, and a late signal writes to -1. */
+static void dump_signal_close(void)
+{
+	for (int i = 0; i < 2; i++) {
+		int fd = dump_signal.pipe[i];
+
+		dump_signal.pipe[i] = -1; /* first: the handler may run meanwhile */
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
 void xf__dump_signal_stop(void)
 {
 	char stop = 0;
 
 	if (dump_signal.running) {
-		/* The handler stays: a late signal writes to a full or closed
-		 * pipe, which it ignores. */
+		atomic_store(&dump_signal.stopping, true);
+		/* Wakes the thread; a full pipe wakes it anyway, and the flag
+		 * ends it after the dump under way. */
 		while (write(dump_signal.pipe[1], &stop, 1) < 0 && errno == EINTR)
 			;
 		pthread_join(dump_signal.thread, NULL);
 		dump_signal.running = false;
+		atomic_store(&dump_signal.stopping, false);
 	}
-	for (int i = 0; i < 2; i++)
-		if (dump_signal.pipe[i] >= 0) {
-			close(dump_signal.pipe[i]);
-			dump_signal.pipe[i] = -1;
-		}
+	dump_signal_close();
+}
+
+void xf__dump_signal_fork_child(void)
+{
+	/* The parent's thread is not here, and its pipe is the parent's:
+	 * a byte from here would make the parent dump, or stop. */
+	dump_signal.running = false;
+	dump_signal_close();
 }

@@ -292,7 +292,6 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 		xf__preempt_enable();
 		return err;
 	}
-	f->magic = XF_FIBER_MAGIC;
 	f->fork_gen = xf__rt.fork_gen;
 	f->id = next_fiber_id(w);
 	f->fn = fn;
@@ -309,6 +308,9 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 		f->joiner = JOINER_DETACHED;
 	}
 	f->sp = xf__context_make((char *)f->stack.base + f->stack.size, f);
+	/* A valid handle from here: last, so that a reader of the arena (a
+	 * dump, sched/debug.c) that finds the magic finds the rest too. */
+	__atomic_store_n(&f->magic, XF_FIBER_MAGIC, __ATOMIC_RELEASE);
 	xf__san_fiber_create(f);
 	count_up(&w->spawned);
 	XF_PROBE3(fiber__create, f->id, f, w->id);
@@ -321,6 +323,9 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 
 _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result)
 {
+	/* Before the switch that frees its stack: a dump, which stops
+	 * switches, then knows not to read that stack (sched/debug.c). */
+	__atomic_store_n(&f->exiting, true, __ATOMIC_RELAXED);
 	XF_PROBE2(fiber__exit, f->id, xf__this_worker()->id);
 	xf__fls_destroy(f);
 	xf__pthread_fiber_exit(f);
@@ -473,7 +478,7 @@ int xf_worker_id(void)
 	return w ? (int)w->id : -1;
 }
 
-int xf_sleep_ns(uint64_t ns)
+int xf__sleep_on(uint64_t ns, enum xf__wait_kind kind)
 {
 	struct xf_fiber *self = xf__self();
 
@@ -486,8 +491,13 @@ int xf_sleep_ns(uint64_t ns)
 		return 0;
 	}
 	xf__wait_prepare(self);
-	xf__wait_block(self, ns, NULL, XF_WAIT_ON_SLEEP, NULL);
+	xf__wait_block(self, ns, NULL, kind, NULL);
 	return 0;
+}
+
+int xf_sleep_ns(uint64_t ns)
+{
+	return xf__sleep_on(ns, XF_WAIT_ON_SLEEP);
 }
 
 /* --- fiber-local storage --- */

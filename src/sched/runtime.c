@@ -332,6 +332,7 @@ static void fork_child(void)
 	struct xf_fiber *f;
 
 	pthread_mutex_init(&lifecycle, NULL);
+	xf__dump_signal_fork_child();
 	if (!atomic_load(&xf__rt.running))
 		return;
 	xf__ticker_forget();

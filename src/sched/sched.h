@@ -176,6 +176,7 @@ struct xf_fiber {
 	 * entry ...), or NULL. */
 	const void *wait_object;
 	uint8_t wait_kind;
+	bool exiting; /* it called its exit: its stack goes at the next switch */
 } __attribute__((aligned(64))); /* whole cache lines: neighbours in the arena run on
 				  * other workers, and a shared line would bounce between them */
 
@@ -363,6 +364,9 @@ void xf__runtime_release(void);
  * (debug.c): started by xf_init, stopped by xf_shutdown. */
 void xf__dump_signal_start(void);
 void xf__dump_signal_stop(void);
+/* In a fork's child: the parent's dump thread and pipe are not its own; the
+ * signal dumps nothing there. */
+void xf__dump_signal_fork_child(void);
 
 /* How an idle worker sleeps (xf__worker.parked): the kicker wakes it so. */
 enum { XF_AWAKE, XF_PARKED_FUTEX, XF_PARKED_POLLER };
@@ -500,6 +504,10 @@ static inline bool xf__preempt_disabled_beyond(uint32_t own)
 {
 	return (xf__preempt_word_get() & XF_PREEMPT_NESTING) > own;
 }
+
+/* xf_sleep_ns, recorded as a wait on `kind` (a lock's poll sleeps as one,
+ * sync/pthread.c). */
+int xf__sleep_on(uint64_t ns, enum xf__wait_kind kind);
 
 /* Makes a blocked fiber runnable: on the caller's worker when it is a
  * worker, else - or if the fiber stays on its CPU longer than a short wait

@@ -110,7 +110,9 @@ class Fiber:
         self.sp = _u64(addr + L["xf_fiber.sp"])
         self.home = _i32(addr + L["xf_fiber.home"])
         self.fn = _u64(addr + L["xf_fiber.fn"])
-        self.done = _i32(addr + L["xf_fiber.state"]) == L["fiber_state:done"]
+        self.done = (_i32(addr + L["xf_fiber.state"]) == L["fiber_state:done"]
+                     or bool(_u8(addr + L["xf_fiber.exiting"])))
+        self.started = True
         on_cpu = _i32(addr + L["xf_fiber.on_cpu"])
         waiting = _i32(addr + L["xf_fiber.wait_state"]) == L["wait_state:waiting"]
         kind = _u8(addr + L["xf_fiber.wait_kind"])
@@ -127,10 +129,15 @@ class Fiber:
             self.state = "running"
         elif on_cpu == L["on_cpu:on"]:
             self.state = "switching out"
+        elif not self._frame_valid(L):
+            self.state = "starting"  # a spawn not done yet
         else:
             self.switched_out = True
             self.worker = self.home
-            if _u8(addr + L["xf_fiber.preempted"]):
+            self.started = (_u64(self.sp + L["frame.rip"]) != L["frame.rip_not_started"])
+            if not self.started:
+                self.state = "runnable, not started"
+            elif _u8(addr + L["xf_fiber.preempted"]):
                 self.state = "preempted"
             elif waiting and kind == L.values.get("wait_kind:sleep"):
                 self.state = "sleeping"
@@ -144,6 +151,14 @@ class Fiber:
                     self.state += " " + _describe(obj)
             else:
                 self.state = "runnable"
+
+    def _frame_valid(self, L):
+        """Whether its saved stack pointer lies in its own stack."""
+        if self.flags & L["fiber_flag:first"]:
+            return self.sp != 0
+        base = _u64(self.addr + L["xf_fiber.stack.base"])
+        size = _u64(self.addr + L["xf_fiber.stack.size"])
+        return base != 0 and base <= self.sp and self.sp + L["frame.size"] <= base + size
 
     def registers(self, layout):
         """The registers its switch frame holds, as a caller's."""
@@ -307,16 +322,33 @@ def _fiber_frames_start():
 FIBER_BOTTOM = ("xf__fiber_main", "xf__fiber_start")
 
 
+def _section_range(name):
+    """[start, stop) of a section the linker bounds with __start_/__stop_
+    symbols, or None."""
+    try:
+        return (int(gdb.parse_and_eval("(unsigned long)&__start_" + name)),
+                int(gdb.parse_and_eval("(unsigned long)&__stop_" + name)))
+    except gdb.error:
+        return None
+
+
 def _is_runtime(frame):
-    """Whether frame is the runtime's entry or its library: an xf_ function
-    (the static helpers between have other names), the kernel's signal
-    frame, or anything in libxfiber.so."""
+    """Whether frame is the runtime's: the kernel's signal frame, an xf_
+    function, anything in libxfiber.so, or in the sections a static link
+    puts libxfiber.a's code in (xf_lib_text, xf_nopreempt_text)."""
     if frame.type() == gdb.SIGTRAMP_FRAME:
         return True
     name = frame.name() or ""
     if name.startswith("xf_") or name == "__restore_rt":
         return True
-    return "libxfiber" in (gdb.solib_name(frame.pc()) or "")
+    pc = frame.pc()
+    if "libxfiber" in (gdb.solib_name(pc) or ""):
+        return True
+    for section in ("xf_lib_text", "xf_nopreempt_text"):
+        bounds = _section_range(section)
+        if bounds and bounds[0] <= pc < bounds[1]:
+            return True
+    return False
 
 
 def _where(layout, fiber):
@@ -326,6 +358,8 @@ def _where(layout, fiber):
     path returns straight to its caller)."""
     if not fiber.switched_out and fiber.state != "running":
         return ""
+    if not fiber.started:
+        return _symbol(fiber.fn)
     previous = gdb.selected_thread()
     try:
         _select(layout, fiber)
@@ -339,7 +373,7 @@ def _where(layout, fiber):
         boundary = [i for i, f in enumerate(frames) if _is_runtime(f)]
         user = frames[boundary[-1] + 1] if boundary and boundary[-1] + 1 < len(frames) else frames[0]
         return user.name() or "0x%x" % user.pc()
-    except gdb.error:
+    except (gdb.error, gdb.GdbError):
         return "?"
     finally:
         _deselect()
@@ -381,7 +415,18 @@ def _find(fibers, text):
     raise XfiberError("xfiber: no live fiber %d (info fibers lists them)" % wanted)
 
 
+def _symbol(addr):
+    try:
+        text = gdb.execute("info symbol 0x%x" % addr, to_string=True).strip()
+    except gdb.error:
+        return "0x%x" % addr
+    return text.split(" ")[0] if not text.startswith("No symbol") else "0x%x" % addr
+
+
 def _run_in(layout, fiber, command):
+    if not fiber.started:
+        print("Not started yet: it will enter %s." % _symbol(fiber.fn))
+        return
     previous = gdb.selected_thread()
     try:
         _select(layout, fiber)
@@ -444,11 +489,11 @@ fiber apply all|ID... CMD  run CMD in each fiber (e.g. fiber apply all bt)"""
             raise XfiberError("usage: fiber apply all|ID... COMMAND")
         for f in chosen:
             print("\nFiber %d \"%s\" (%s):" % (f.id, f.name, f.state))
-            if f.state in ("finished", "switching out"):
+            if f.state in ("finished", "switching out", "starting"):
                 continue
             try:
                 _run_in(layout, f, " ".join(command))
-            except gdb.error as e:
+            except (gdb.error, gdb.GdbError) as e:
                 print(str(e))
 
 
