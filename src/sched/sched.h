@@ -114,8 +114,13 @@ struct xf_fiber {
 	uint32_t magic;	    /* XF_FIBER_MAGIC while the handle is valid */
 	uint32_t flags;	    /* XF_FIBER_F_* */
 	void *sp;	    /* saved stack pointer while not running */
-	_Atomic int on_cpu; /* enum xf__on_cpu */
-	_Atomic int state;  /* enum xf__fiber_state */
+	_Atomic int on_cpu;	/* enum xf__on_cpu */
+	_Atomic uint8_t state;	/* enum xf__fiber_state */
+	/* What it blocks on, while it does (xf__wait_block): an enum
+	 * xf__wait_kind - in this line, which a block writes anyway - and
+	 * wait_object. */
+	uint8_t wait_kind;
+	bool exiting; /* it called its exit: its stack goes at the next switch */
 	int saved_errno;
 	/* xf__rt.fork_gen when it was made: in a forked child, the parent's
 	 * other fibers are gone, and nothing may wake them (xf__wait_claim). */
@@ -139,8 +144,9 @@ struct xf_fiber {
 	void *wait_data; /* e.g. the message a channel waiter moves */
 	struct xf__timer timer;
 
+	const void *wait_object; /* the mutex, channel, fiber, descriptor number ... */
+
 	/* Life and death. */
-	void *(*fn)(void *);
 	void *arg;
 	void *result;
 	_Atomic(struct xf_fiber *) joiner; /* the fiber blocked in xf_join, if any */
@@ -171,12 +177,7 @@ struct xf_fiber {
 	 * pointer stays valid; NULL: none), and where xf_spawn was called. */
 	char *name;
 	const void *spawn_site;
-	/* What it blocks on, while it does (xf__wait_block): an enum
-	 * xf__wait_kind, and the object (a mutex, channel, fiber, descriptor's
-	 * entry ...), or NULL. */
-	const void *wait_object;
-	uint8_t wait_kind;
-	bool exiting; /* it called its exit: its stack goes at the next switch */
+	void *(*fn)(void *); /* its entry: read once, at its start */
 } __attribute__((aligned(64))); /* whole cache lines: neighbours in the arena run on
 				  * other workers, and a shared line would bounce between them */
 

@@ -110,7 +110,7 @@ class Fiber:
         self.sp = _u64(addr + L["xf_fiber.sp"])
         self.home = _i32(addr + L["xf_fiber.home"])
         self.fn = _u64(addr + L["xf_fiber.fn"])
-        self.done = (_i32(addr + L["xf_fiber.state"]) == L["fiber_state:done"]
+        self.done = (_u8(addr + L["xf_fiber.state"]) == L["fiber_state:done"]
                      or bool(_u8(addr + L["xf_fiber.exiting"])))
         self.started = True
         on_cpu = _i32(addr + L["xf_fiber.on_cpu"])
