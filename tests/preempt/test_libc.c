@@ -6,7 +6,7 @@
  * usage: test_libc CALL WORKERS SLICE_US
  *   CALL: sleep usleep nanosleep clock_nanosleep clock_nanosleep_abs
  *         poll ppoll select pselect epoll_wait epoll_pwait
- *         poll_ready   (the fd becomes readable halfway: the wait sees it)
+ *         poll_ready   (the fd becomes readable after 15 ms: the wait sees it)
  *         poll_signal  (an application signal and poll: poll waits as a
  *                       fiber and goes on; ppoll given a signal mask to
  *                       wait under returns EINTR, as without fibers)
@@ -35,6 +35,11 @@
 #include "xfiber.h"
 
 #define WAIT_MS 30
+/* poll_ready and poll_signal wait for an event due halfway through WAIT_MS,
+ * and end with it; their own timeout is only the bound should it never
+ * come.  WAIT_MS would be a race: on a loaded machine, or under qemu's TCG,
+ * the thread that writes or signals has started later than that. */
+#define EVENT_WAIT_MS 10000
 
 static const char *call;
 static atomic_bool done;
@@ -112,13 +117,16 @@ static long run_call(int *err)
 		at.tv_sec += at.tv_nsec / 1000000000L;
 		at.tv_nsec %= 1000000000L;
 		r = clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL);
-	} else if (!strcmp(call, "poll") || !strcmp(call, "poll_ready")) {
+	} else if (!strcmp(call, "poll")) {
 		r = poll(&p, 1, WAIT_MS);
+	} else if (!strcmp(call, "poll_ready")) {
+		r = poll(&p, 1, EVENT_WAIT_MS);
 	} else if (!strcmp(call, "poll_signal")) {
+		struct timespec bound = ms_ts(EVENT_WAIT_MS);
 		sigset_t none;
 
 		sigemptyset(&none);
-		r = ppoll(&p, 1, &ts, &none);
+		r = ppoll(&p, 1, &bound, &none);
 	} else if (!strcmp(call, "ppoll")) {
 		r = ppoll(&p, 1, &ts, NULL);
 	} else if (!strcmp(call, "select") || !strcmp(call, "pselect")) {
