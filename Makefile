@@ -12,16 +12,25 @@ BUILD       ?= build
 BENCH_BUILD ?= build-bench
 ASAN_BUILD  ?= build-asan
 O0_BUILD    ?= build-O0
+PLOT_VENV   ?= build-venv
 CPUS_BUILD  ?= build-cpus
 JOBS        ?= $(shell nproc)
 CMAKE       ?= cmake
 
 # Debian packages: what the tests need (the HTTP example's parser, the probes'
-# header and bpftrace to try them), and what the benchmark's peers, plots and
+# header and bpftrace to try them, gdb for the gdb extension, Valgrind for
+# memcheck and its stack registration), and what the benchmark's peers, plots and
 # validation use besides.
-CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace
-BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk nghttp2-client libboost-context-dev python3-matplotlib \
-		 linux-perf rt-tests
+CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace gdb valgrind
+BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk nghttp2-client libboost-context-dev $(PLOT_PACKAGES) \
+		 linux-perf rt-tests golang-go
+# The plots, whose test `make check` runs too.
+PLOT_PACKAGES  = python3-matplotlib
+
+# A Python with matplotlib for the plots, handed to CMake: none when the
+# system's python3 has it, else a virtual environment made in $(PLOT_VENV)
+# with pip (bench/plot-python.sh, which says so in one line).
+PLOT_PYTHON = -DXFIBER_PYTHON="$$(sh bench/plot-python.sh $(PLOT_VENV))"
 
 # What make check-cpus runs the tests under: qemu-x86_64 and its CPU models.
 CPUS_PACKAGES = qemu-user
@@ -29,13 +38,13 @@ CPUS_PACKAGES = qemu-user
 .PHONY: all check check-cpus bench clean deps check-deps bench-deps
 
 all: check-deps
-	$(CMAKE) -S . -B $(BUILD) -DXFIBER_WERROR=ON -DXFIBER_DEBUG=ON
+	$(CMAKE) -S . -B $(BUILD) -DXFIBER_WERROR=ON -DXFIBER_DEBUG=ON $(PLOT_PYTHON)
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 check: all
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	$(CMAKE) -S . -B $(ASAN_BUILD) -DXFIBER_WERROR=ON -DXFIBER_DEBUG=ON \
-		-DXFIBER_SANITIZE=address,undefined
+		-DXFIBER_SANITIZE=address,undefined $(PLOT_PYTHON)
 	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 	$(CMAKE) -S . -B $(O0_BUILD) -DCMAKE_BUILD_TYPE=Debug -DXFIBER_WERROR=ON -DXFIBER_DEBUG=ON
@@ -51,9 +60,11 @@ check-cpus:
 	ctest --test-dir $(CPUS_BUILD) --output-on-failure -L cpus
 
 bench: bench-deps
-	$(CMAKE) -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release $(PLOT_PYTHON)
 	$(CMAKE) --build $(BENCH_BUILD) -j $(JOBS) --target xfiber   # the tool and its peers, not the tests
 	$(BENCH_BUILD)/tools/xfiber bench all --json=$(BENCH_BUILD)/bench.json
+	@# The charts of that run; a plot that cannot be drawn says why in one line and fails nothing.
+	-$(BENCH_BUILD)/tools/xfiber bench plot $(BENCH_BUILD)/bench.json $(BENCH_BUILD)/bench.png
 
 # Everything, asked for (root, Debian).
 deps:
@@ -64,9 +75,9 @@ deps:
 # says so); elsewhere one line says what to install, and the build goes on
 # without what needs it.
 check-deps:
-	@sh .ci/install-packages $(CHECK_PACKAGES)
+	@sh .ci/install-packages $(CHECK_PACKAGES) $(PLOT_PACKAGES)
 bench-deps:
 	@sh .ci/install-packages $(BENCH_PACKAGES)
 
 clean:
-	rm -rf $(BUILD) $(BENCH_BUILD) $(ASAN_BUILD) $(O0_BUILD) $(CPUS_BUILD)
+	rm -rf $(BUILD) $(BENCH_BUILD) $(ASAN_BUILD) $(O0_BUILD) $(PLOT_VENV) $(CPUS_BUILD)

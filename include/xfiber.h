@@ -222,7 +222,8 @@ typedef struct xf_config {
 	unsigned slice_us; /* preemption time slice; 0 = XF_SLICE_US_DEFAULT */
 	bool amx;          /* request AMX permission and size stacks for AMX frames */
 	unsigned spin_us;  /* how long an idle worker spins before it sleeps; 0 = default */
-	bool cooperative;  /* no time slices: fibers switch only when they call the runtime */
+	bool cooperative;  /* no time slices: fibers switch only when they call the runtime;
+			    * the environment's XFIBER_COOPERATIVE=1 forces it (Valgrind) */
 	xf_io_backend io_backend;  /* see above */
 	unsigned blocking_threads; /* most helper threads of xf_blocking; 0 = 64 */
 	bool no_stack_guards; /* no guard below each stack: an overflow goes undetected, but on
@@ -524,6 +525,25 @@ typedef struct xf_stats {
 
 /* EINVAL for NULL, EPERM when the runtime is not running. */
 XF_API int xf_stats_get(xf_stats *out);
+
+/* --- Seeing inside (docs/observability.md) --- */
+
+/* Writes every live fiber to fd, as Go does on SIGQUIT: its id, name and
+ * state (running, runnable, preempted, sleeping, blocked on what), its
+ * backtrace (the C library's unwinder, through preemption signal frames;
+ * functions are named as far as the dynamic symbols go, and every frame
+ * gives object+offset for addr2line), its entry function and where it was
+ * spawned.  For as long as it reads the fibers no worker switches into
+ * one; fibers that run go on running, and are listed without a backtrace
+ * (but the caller's own).  It formats in memory and writes after, so fd
+ * may be a pipe that a fiber reads.  From a fiber or any thread; with the
+ * runtime stopped it writes one line saying so.  0, EBADF, ENOMEM, a
+ * write's errno, or the misuse error with preemption disabled.
+ *
+ * The environment variable XFIBER_DUMP_SIGNAL=SIG (QUIT, USR1, 10 ...)
+ * makes xf_init install a handler that dumps to standard error whenever SIG
+ * arrives (from a thread of the runtime's, outside the handler). */
+XF_API int xf_dump(int fd);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "command.h"
+#include "common/command.h"
 #include "xfiber.h"
 
 extern const struct xf_command __start_xf_commands[];

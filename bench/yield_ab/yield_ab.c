@@ -1,7 +1,7 @@
 /*
  * yield_ab.c - one round of bench/yield-ab.sh: the yield ping-pong of the
  * library it is linked with, and the minimal assembly switch of `xfiber
- * bench` (tools/bench_minswitch_x86_64_sysv_elf_gas.S) as its yardstick,
+ * bench` (tools/bench/minswitch_x86_64_sysv_elf_gas.S) as its yardstick,
  * alternated `reps` times in one process.  Prints the medians of the
  * per-rep ratio, of the yield's ns per switch and of the yardstick's.
  *

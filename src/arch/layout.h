@@ -21,10 +21,11 @@
 #define XF_W_RUNQ_TAIL	   16
 #define XF_W_RUNQ_RUNNING_LINKED 28 /* debug builds' check */
 #define XF_W_ERRNO_PTR	   40
+#define XF_W_IN_SWITCH	   56
 #define XF_W_INBOX	   64
 #define XF_W_STEAL_REQUEST 72
 #define XF_W_TIMERS_DUE	   76	/* right after steal_request */
-#define XF_W_SWITCHES	   1792 /* stats.switches */
+#define XF_W_SWITCHES	   2304 /* stats.switches */
 
 /* struct xf__xstate (xstate/xstate.h) */
 #define XF_XSTATE_AMX_GRANTED 64

@@ -62,8 +62,14 @@
  * nesting 0 rather than raising the soft mask, and the switch halves run
  * between two fibers.
  *
+ * A dump (sched/debug.c) stops switches into fibers while it reads their
+ * stacks: each entry sets its worker's in_switch before it looks at
+ * xf__world_stopped, and SWITCH_OUT clears it once next is claimed - a
+ * byte store and a load, and no fence, which the dump's membarrier makes
+ * unnecessary.
+ *
  * No system call, no signal-mask change, no XSAVE here.  Stores count: three
- * taken off xf_yield's path made its ping-pong 4-8% faster (README), so
+ * taken off xf_yield's path made its ping-pong 4-8% faster (docs/benchmarks.md), so
  * errno and the preemption word are written only when they change.
  */
 #include "arch/asm.h"
@@ -96,6 +102,7 @@
 						 * old count (it would think next ran a
 						 * whole slice) */
 	movl	$XF_CPU_STATE_ON, XF_F_ON_CPU(%rdx)
+	movb	$0, XF_W_IN_SWITCH(%rdi)	/* next is claimed: a dump sees it running */
 
 	movq	XF_F_SP(%rdx), %rsp		/* switch stacks: now on next */
 
@@ -274,28 +281,35 @@ PUBLIC_FUNCTION xf_yield
 	movq	XF_W_CURRENT(%rdi), %rsi	/* prev: the calling fiber */
 	testl	$XF_FIBER_F_IDLE_BIT, XF_F_FLAGS(%rsi)
 	jnz	.Lyield_return			/* the idle context has no one to yield to */
+	/* A dump stops switches while it reads switched-out stacks
+	 * (sched/debug.c): in_switch first, then the look; the dump's barrier
+	 * orders the two for it.  SWITCH_OUT clears in_switch, and so does
+	 * every way out before it. */
+	movb	$1, XF_W_IN_SWITCH(%rdi)
+	cmpl	$0, xf__world_stopped(%rip)
+	jne	.Lyield_slow
 	/* Yielding with preemption disabled is the caller's misuse: the C path
 	 * reports it and does not switch (a switch would end the caller's
 	 * critical section: the word is set anew for whoever resumes). */
 	movq	xf__preempt_word@gottpoff(%rip), %rax
 	testl	$XF_PREEMPT_NESTING_BITS, %fs:(%rax)
-	jnz	xf__yield_slow
+	jnz	.Lyield_slow
 #ifdef XFIBER_DEBUG
 	/* A running fiber that is not in its ring (runq.h) is a bug: the C
 	 * path's invariant checks report it. */
 	cmpb	$0, XF_W_RUNQ_RUNNING_LINKED(%rdi)
-	je	xf__yield_slow
+	je	.Lyield_slow
 #endif
 	/* What C must see to first (xf__runq_poll, release_dead_tiles):
 	 * tiles to release, an inbox, a steal request, a timer due. */
 	cmpb	$0, xf__xstate+XF_XSTATE_AMX_GRANTED(%rip)
-	jne	xf__yield_slow
+	jne	.Lyield_slow
 	movq	XF_W_INBOX(%rdi), %rax
 	orq	XF_W_STEAL_REQUEST(%rdi), %rax	/* and XF_W_TIMERS_DUE, the next 4 bytes */
-	jnz	xf__yield_slow
+	jnz	.Lyield_slow
 	movq	XF_W_RUNQ_HEAD(%rdi), %rdx	/* next: the first fiber that waits */
 	testq	%rdx, %rdx
-	jz	.Lyield_return			/* none: keep going */
+	jz	.Lyield_none			/* none: keep going */
 	cmpl	$XF_CPU_STATE_YIELDED, XF_F_ON_CPU(%rdx) /* how next left: where it resumes */
 	jne	.Lyield_into_c
 	YIELD_TO_NEXT y				/* the common case: */
@@ -305,12 +319,17 @@ PUBLIC_FUNCTION xf_yield
 	.cfi_remember_state
 .Lyield_into_c:
 	cmpl	$XF_CPU_STATE_ON, XF_F_ON_CPU(%rdx) /* read again: only ON can change, to OFF */
-	je	xf__yield_slow			/* still switching out elsewhere: C waits */
+	je	.Lyield_slow			/* still switching out elsewhere: C waits */
 	YIELD_TO_NEXT yc
 	leaq	XF_PREV_REQUEUE_TAG(%rsi), %rcx	/* hand over prev, requeued */
 	SWITCH_IN 1, XF_CPU_STATE_YIELDED	/* into C */
 	RELOADS yc
 	.cfi_restore_state
+.Lyield_slow:
+	movb	$0, XF_W_IN_SWITCH(%rdi)	/* C sets it again where it switches */
+	jmp	xf__yield_slow
+.Lyield_none:
+	movb	$0, XF_W_IN_SWITCH(%rdi)
 .Lyield_return:
 	ret
 END_FUNCTION xf_yield

@@ -167,7 +167,7 @@ int xf_blocking(void *(*fn)(void *), void *arg, void **result)
 		return err;
 	}
 	XF_STAT_INC(xf__this_worker(), blocking_jobs, 1);
-	xf__wait_block(self, 0, NULL);
+	xf__wait_block(self, 0, NULL, XF_WAIT_ON_BLOCKING_CALL, NULL);
 	if (result)
 		*result = j.result;
 	return 0;

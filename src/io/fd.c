@@ -237,7 +237,7 @@ int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns,
 	atomic_fetch_add_explicit(&xf__io_waiters, 1, memory_order_relaxed);
 	XF_STAT_INC(xf__this_worker(), io_waits, 1);
 	XF_PROBE3(io__wait, self->id, fd, events);
-	state = xf__wait_block(self, timeout, &e->lock);
+	state = xf__wait_block(self, timeout, &e->lock, XF_WAIT_ON_IO, (const void *)(uintptr_t)fd);
 	atomic_fetch_sub_explicit(&xf__io_waiters, 1, memory_order_relaxed);
 	if (state == XF_WAIT_TIMEDOUT) {
 		xf__spin_lock(&e->lock);
@@ -318,7 +318,8 @@ int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t
 	atomic_fetch_add_explicit(&xf__io_waiters, 1, memory_order_relaxed);
 	XF_STAT_INC(xf__this_worker(), io_waits, 1);
 	/* Something was ready already: withdraw instead of waiting. */
-	state = found ? xf__wait_cancel(self) : xf__wait_block(self, timeout, NULL);
+	state = found ? xf__wait_cancel(self)
+		      : xf__wait_block(self, timeout, NULL, XF_WAIT_ON_POLL, NULL);
 	atomic_fetch_sub_explicit(&xf__io_waiters, 1, memory_order_relaxed);
 	for (nfds_t i = 0; i < n || (on_nowhere && i == 0); i++) {
 		struct xf__fd *e;

@@ -33,7 +33,8 @@
  *
  * Safe points: the handler does not switch when the soft mask is raised,
  * when the interrupted instruction lies in the switch assembly or this
- * handler (section xf_nopreempt_text), in libc, the dynamic loader,
+ * handler (section xf_nopreempt_text) or in the sigreturn trampoline a
+ * handler returns through, in libc, the dynamic loader,
  * libxfiber.so or an object marked with xf_preempt_unsafe_add(), or when
  * the interrupted code ran with another signal mask than the workers' (it
  * is inside some other handler).  It marks the preemption pending instead:
@@ -118,9 +119,48 @@ static void check_frame(const struct xf_fiber *f, const ucontext_t *uc)
  * it lowers it again (signal_entry_x86_64_sysv_elf_gas.S). */
 extern const char __start_xf_nopreempt_text[], __stop_xf_nopreempt_text[];
 
+/* The sigreturn trampoline every handler returns through: the C library's
+ * restorer (`mov $15, %rax; syscall`, 9 bytes), the kernel's sa_restorer;
+ * sigreturn_pc is 0 if the kernel reported none.  A signal that lands there
+ * finds the soft mask as the returning handler left it - lowered again,
+ * nesting 0 if it interrupted xf_yield's fast path - and a pc in the C
+ * library, which would pass for code outside the runtime, free to poll the
+ * run queue; but the context that resumes is one frame further out, and
+ * may be that fast path halfway through its run-queue update.  So the
+ * trampoline counts as the runtime's own code (where()).  Read from the
+ * kernel at installation, for the handler it really calls. */
+#define XF_SIGRETURN_BYTES 9
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000
+#endif
+static uintptr_t sigreturn_pc;
+
+static void sigreturn_locate(void)
+{
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} k; /* the kernel's struct sigaction on x86-64 */
+
+	sigreturn_pc = 0;
+	if (syscall(SYS_rt_sigaction, XF_PREEMPT_SIGNAL, NULL, &k, sizeof(k.mask)) == 0 &&
+	    (k.flags & SA_RESTORER))
+		sigreturn_pc = (uintptr_t)k.restorer;
+}
+
+static bool in_runtime_text(uintptr_t pc)
+{
+	return (pc >= (uintptr_t)__start_xf_nopreempt_text &&
+		pc < (uintptr_t)__stop_xf_nopreempt_text) ||
+	       pc - sigreturn_pc < XF_SIGRETURN_BYTES;
+}
+
 /* Where the signal found the fiber, and so what the handler may do. */
 enum where {
-	IN_RUNTIME, /* the soft mask raised, or xf_nopreempt_text: pending */
+	IN_RUNTIME, /* the soft mask raised, xf_nopreempt_text or the sigreturn
+		     * trampoline: pending */
 	NESTED,	    /* inside another signal handler: pending, touch nothing */
 	UNSAFE,	    /* code that may hold a lock (safepoint.c): pending */
 	SAFE,	    /* the program's own code: switch */
@@ -168,8 +208,7 @@ static enum where where(uint32_t word, const ucontext_t *uc, uintptr_t pc,
 {
 	uint64_t mask;
 
-	if ((word & XF_PREEMPT_NESTING) ||
-	    (pc >= (uintptr_t)__start_xf_nopreempt_text && pc < (uintptr_t)__stop_xf_nopreempt_text))
+	if ((word & XF_PREEMPT_NESTING) || in_runtime_text(pc))
 		return IN_RUNTIME;
 	/* Another handler runs: one of the application's (which may have
 	 * interrupted the runtime itself at nesting 0, in xf_yield's fast path),
@@ -209,7 +248,7 @@ static void sleep_waiting(struct xf__worker *w, struct xf_fiber *f, uint64_t ns)
 	(void)w;
 	atomic_store_explicit(&f->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
 	f->wait_timed = true;
-	xf__wait_block(f, ns, NULL); /* returns at nesting 0 */
+	xf__wait_block(f, ns, NULL, XF_WAIT_ON_LOCK, NULL); /* returns at nesting 0 */
 	xf__preempt_disable();
 }
 
@@ -387,6 +426,7 @@ int xf__preempt_install(void)
 		xf__safepoints_release();
 		return err;
 	}
+	sigreturn_locate();
 	/* Workers inherit this thread's mask, less the preemption signal. */
 	xf__preempt_signal_unblock();
 	pthread_sigmask(SIG_SETMASK, NULL, &set);

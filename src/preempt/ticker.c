@@ -90,18 +90,23 @@ int xf__tick_send(pid_t tid, uint64_t value)
 
 static bool wants_cpu(struct xf__worker *w, uint64_t now)
 {
-	if (atomic_load_explicit(&w->nr_queued, memory_order_relaxed) ||
-	    atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
-	    atomic_load_explicit(&w->steal_request, memory_order_relaxed))
-		return true;
-	if (!atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
-		return false;
-	uint64_t deadline = xf__timers_next_deadline(w);
-	if (!deadline || deadline > now)
-		return false;
-	/* Due: the worker's next scheduling point runs it (runq.h). */
-	atomic_store_explicit(&w->timers_due, 1, memory_order_relaxed);
-	return true;
+	bool wants = atomic_load_explicit(&w->nr_queued, memory_order_relaxed) ||
+		     atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
+		     atomic_load_explicit(&w->steal_request, memory_order_relaxed);
+
+	/* Timers are looked at whatever else is queued: a worker whose fibers
+	 * yield to each other never takes the slow path on its own, and a
+	 * due timer must send it there (runq.h), or a sleeper beside a
+	 * yield loop would never wake. */
+	if (atomic_load_explicit(&w->timers_nr, memory_order_relaxed)) {
+		uint64_t deadline = xf__timers_next_deadline(w);
+
+		if (deadline && deadline <= now) {
+			atomic_store_explicit(&w->timers_due, 1, memory_order_relaxed);
+			wants = true;
+		}
+	}
+	return wants;
 }
 
 /* Looks at every worker once; returns whether any has something waiting

@@ -32,14 +32,7 @@
 
 #define JOINER_DONE	((struct xf_fiber *)1)
 #define JOINER_DETACHED ((struct xf_fiber *)2)
-#define ARENA_CHUNK	64
-
-static struct {
-	pthread_mutex_t lock;
-	void **chunks;
-	size_t nr, cap;
-	struct xf_fiber *free_list; /* fibers freed outside any worker */
-} arena = {.lock = PTHREAD_MUTEX_INITIALIZER};
+struct xf__fiber_arena xf__fiber_arena = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Pushes f on w's cache. */
 static void cache_push(struct xf__worker *w, struct xf_fiber *f)
@@ -66,13 +59,13 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 	if (!w->fiber_cache) {
 		/* Refill a batch from the arena's free list: one lock per
 		 * XF_FIBER_BATCH spawns. */
-		pthread_mutex_lock(&arena.lock);
-		while (arena.free_list && w->fiber_cache_nr < XF_FIBER_BATCH) {
-			f = arena.free_list;
-			arena.free_list = f->run_next;
+		pthread_mutex_lock(&xf__fiber_arena.lock);
+		while (xf__fiber_arena.free_list && w->fiber_cache_nr < XF_FIBER_BATCH) {
+			f = xf__fiber_arena.free_list;
+			xf__fiber_arena.free_list = f->run_next;
 			cache_push(w, f);
 		}
-		pthread_mutex_unlock(&arena.lock);
+		pthread_mutex_unlock(&xf__fiber_arena.lock);
 	}
 	if (w->fiber_cache) {
 		f = w->fiber_cache;
@@ -81,25 +74,25 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 		prefetch_fiber(w->fiber_cache);
 		return f;
 	}
-	pthread_mutex_lock(&arena.lock);
-	if (arena.nr == arena.cap) {
-		size_t cap = arena.cap ? 2 * arena.cap : 64;
-		void **c = realloc(arena.chunks, cap * sizeof(*c));
+	pthread_mutex_lock(&xf__fiber_arena.lock);
+	if (xf__fiber_arena.nr == xf__fiber_arena.cap) {
+		size_t cap = xf__fiber_arena.cap ? 2 * xf__fiber_arena.cap : 64;
+		struct xf_fiber **c = realloc(xf__fiber_arena.chunks, cap * sizeof(*c));
 		if (!c) {
-			pthread_mutex_unlock(&arena.lock);
+			pthread_mutex_unlock(&xf__fiber_arena.lock);
 			return NULL;
 		}
-		arena.chunks = c;
-		arena.cap = cap;
+		xf__fiber_arena.chunks = c;
+		xf__fiber_arena.cap = cap;
 	}
-	chunk = aligned_alloc(64, ARENA_CHUNK * sizeof(*chunk));
+	chunk = aligned_alloc(64, XF_ARENA_CHUNK * sizeof(*chunk));
 	if (!chunk) {
-		pthread_mutex_unlock(&arena.lock);
+		pthread_mutex_unlock(&xf__fiber_arena.lock);
 		return NULL;
 	}
-	arena.chunks[arena.nr++] = chunk;
-	pthread_mutex_unlock(&arena.lock);
-	for (int i = ARENA_CHUNK - 1; i > 0; i--) {
+	xf__fiber_arena.chunks[xf__fiber_arena.nr++] = chunk;
+	pthread_mutex_unlock(&xf__fiber_arena.lock);
+	for (int i = XF_ARENA_CHUNK - 1; i > 0; i--) {
 		chunk[i].magic = XF_FIBER_FREED;
 		cache_push(w, &chunk[i]);
 	}
@@ -128,50 +121,50 @@ void xf__fiber_free(struct xf__worker *w, struct xf_fiber *f)
 		w->fiber_cache = last->run_next;
 		w->fiber_cache_nr -= XF_FIBER_BATCH;
 		cache_push(w, f);
-		pthread_mutex_lock(&arena.lock);
-		last->run_next = arena.free_list;
-		arena.free_list = first;
-		pthread_mutex_unlock(&arena.lock);
+		pthread_mutex_lock(&xf__fiber_arena.lock);
+		last->run_next = xf__fiber_arena.free_list;
+		xf__fiber_arena.free_list = first;
+		pthread_mutex_unlock(&xf__fiber_arena.lock);
 		return;
 	}
-	pthread_mutex_lock(&arena.lock);
-	f->run_next = arena.free_list;
-	arena.free_list = f;
-	pthread_mutex_unlock(&arena.lock);
+	pthread_mutex_lock(&xf__fiber_arena.lock);
+	f->run_next = xf__fiber_arena.free_list;
+	xf__fiber_arena.free_list = f;
+	pthread_mutex_unlock(&xf__fiber_arena.lock);
 }
 
 uint64_t xf__fibers_made(void)
 {
 	uint64_t n;
 
-	pthread_mutex_lock(&arena.lock);
-	n = (uint64_t)arena.nr * ARENA_CHUNK;
-	pthread_mutex_unlock(&arena.lock);
+	pthread_mutex_lock(&xf__fiber_arena.lock);
+	n = (uint64_t)xf__fiber_arena.nr * XF_ARENA_CHUNK;
+	pthread_mutex_unlock(&xf__fiber_arena.lock);
 	return n;
 }
 
 void xf__fiber_arena_release(void)
 {
-	pthread_mutex_lock(&arena.lock);
-	for (size_t i = 0; i < arena.nr; i++) {
-		struct xf_fiber *chunk = arena.chunks[i];
+	pthread_mutex_lock(&xf__fiber_arena.lock);
+	for (size_t i = 0; i < xf__fiber_arena.nr; i++) {
+		struct xf_fiber *chunk = xf__fiber_arena.chunks[i];
 
 		/* Names of fibers never freed: the first, and any nobody joined. */
-		for (int k = 0; k < ARENA_CHUNK; k++)
+		for (int k = 0; k < XF_ARENA_CHUNK; k++)
 			if (chunk[k].magic == XF_FIBER_MAGIC)
 				free(chunk[k].name);
 		free(chunk);
 	}
-	free(arena.chunks);
-	arena.chunks = NULL;
-	arena.nr = arena.cap = 0;
-	arena.free_list = NULL;
-	pthread_mutex_unlock(&arena.lock);
+	free(xf__fiber_arena.chunks);
+	xf__fiber_arena.chunks = NULL;
+	xf__fiber_arena.nr = xf__fiber_arena.cap = 0;
+	xf__fiber_arena.free_list = NULL;
+	pthread_mutex_unlock(&xf__fiber_arena.lock);
 }
 
 void xf__arena_fork(enum xf__fork_phase phase)
 {
-	xf__fork_mutex(&arena.lock, phase);
+	xf__fork_mutex(&xf__fiber_arena.lock, phase);
 }
 
 static bool valid_attr(const xf_attr *a)
@@ -299,7 +292,6 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 		xf__preempt_enable();
 		return err;
 	}
-	f->magic = XF_FIBER_MAGIC;
 	f->fork_gen = xf__rt.fork_gen;
 	f->id = next_fiber_id(w);
 	f->fn = fn;
@@ -316,6 +308,9 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 		f->joiner = JOINER_DETACHED;
 	}
 	f->sp = xf__context_make((char *)f->stack.base + f->stack.size, f);
+	/* A valid handle from here: last, so that a reader of the arena (a
+	 * dump, sched/debug.c) that finds the magic finds the rest too. */
+	__atomic_store_n(&f->magic, XF_FIBER_MAGIC, __ATOMIC_RELEASE);
 	xf__san_fiber_create(f);
 	count_up(&w->spawned);
 	XF_PROBE3(fiber__create, f->id, f, w->id);
@@ -328,6 +323,9 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 
 _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result)
 {
+	/* Before the switch that frees its stack: a dump, which stops
+	 * switches, then knows not to read that stack (sched/debug.c). */
+	__atomic_store_n(&f->exiting, true, __ATOMIC_RELAXED);
 	XF_PROBE2(fiber__exit, f->id, xf__this_worker()->id);
 	xf__fls_destroy(f);
 	xf__pthread_fiber_exit(f);
@@ -411,7 +409,7 @@ int xf_join(xf_fiber *f, void **result)
 	xf__wait_prepare(self);
 	if (atomic_compare_exchange_strong_explicit(&f->joiner, &expected, self,
 						    memory_order_acq_rel, memory_order_acquire))
-		xf__wait_block(self, 0, NULL);
+		xf__wait_block(self, 0, NULL, XF_WAIT_ON_JOIN, f);
 	else
 		xf__wait_cancel(self); /* f finished first: nobody will wake us */
 	XF_WARN_ON(atomic_load_explicit(&f->state, memory_order_acquire) != XF_FIBER_DONE);
@@ -480,7 +478,7 @@ int xf_worker_id(void)
 	return w ? (int)w->id : -1;
 }
 
-int xf_sleep_ns(uint64_t ns)
+int xf__sleep_on(uint64_t ns, enum xf__wait_kind kind)
 {
 	struct xf_fiber *self = xf__self();
 
@@ -493,8 +491,13 @@ int xf_sleep_ns(uint64_t ns)
 		return 0;
 	}
 	xf__wait_prepare(self);
-	xf__wait_block(self, ns, NULL);
+	xf__wait_block(self, ns, NULL, kind, NULL);
 	return 0;
+}
+
+int xf_sleep_ns(uint64_t ns)
+{
+	return xf__sleep_on(ns, XF_WAIT_ON_SLEEP);
 }
 
 /* --- fiber-local storage --- */

@@ -98,6 +98,17 @@ static int check_config(const xf_config *cfg)
 	return 0;
 }
 
+/* XFIBER_COOPERATIVE=1 runs a program cooperatively whatever its config
+ * says: under Valgrind, which runs one thread at a time and would deliver
+ * the ticker's signals late and at random, or to tell whether a bug needs
+ * preemption. */
+static bool cooperative_forced(void)
+{
+	const char *c = getenv("XFIBER_COOPERATIVE");
+
+	return c && !strcmp(c, "1");
+}
+
 /* Whether a misuse returns its error or aborts: XFIBER_MISUSE=return|abort,
  * by default abort in debug builds, where it is a bug to find. */
 static bool misuse_returns(void)
@@ -242,7 +253,7 @@ static int start(const xf_config *cfg)
 		if (err)
 			goto fail_threads;
 	}
-	xf__rt.preempt_enabled = !cfg->cooperative;
+	xf__rt.preempt_enabled = !cfg->cooperative && !cooperative_forced();
 	xf__rt.misuse_returns = misuse_returns();
 	if (xf__rt.preempt_enabled) {
 		err = xf__ticker_start();
@@ -264,6 +275,17 @@ fail:
 	xf__overflow_handler_remove(w0);
 	release_workers(started);
 	return err;
+}
+
+bool xf__runtime_hold(void)
+{
+	pthread_mutex_lock(&lifecycle);
+	return atomic_load(&xf__rt.running);
+}
+
+void xf__runtime_release(void)
+{
+	pthread_mutex_unlock(&lifecycle);
 }
 
 int xf_init(const xf_config *cfg)
@@ -291,6 +313,8 @@ int xf_init(const xf_config *cfg)
 	else
 		err = start(cfg);
 	pthread_mutex_unlock(&lifecycle);
+	if (!err)
+		xf__dump_signal_start();
 	return err;
 }
 
@@ -308,6 +332,7 @@ static void fork_child(void)
 	struct xf_fiber *f;
 
 	pthread_mutex_init(&lifecycle, NULL);
+	xf__dump_signal_fork_child();
 	if (!atomic_load(&xf__rt.running))
 		return;
 	xf__ticker_forget();
@@ -381,7 +406,7 @@ static void wait_for_others(struct xf_fiber *self)
 		if (xf__live_fibers() == 1)
 			xf__wait_cancel(self);
 		else
-			xf__wait_block(self, XF_SHUTDOWN_RECHECK_NS, NULL);
+			xf__wait_block(self, XF_SHUTDOWN_RECHECK_NS, NULL, XF_WAIT_ON_SHUTDOWN, NULL);
 	}
 	atomic_store_explicit(&xf__rt.shutdown_waiting, 0, memory_order_relaxed);
 }
@@ -400,6 +425,7 @@ int xf_shutdown(void)
 	 * ECANCELED, and so does every wait from now on. */
 	xf__io_cancel_all();
 	wait_for_others(self);
+	xf__dump_signal_stop(); /* before the lock: its dump takes it */
 
 	pthread_mutex_lock(&lifecycle);
 	atomic_store(&xf__rt.running, 0);

@@ -74,7 +74,20 @@ struct xf__stack {
 	void *base;   /* lowest usable byte; the guard page sits below */
 	size_t size;  /* usable bytes */
 	void *region; /* the slab this stack came from, for unmapping */
+	unsigned valgrind_id; /* a stack of its own mapping: its registration */
 };
+
+/* Valgrind must be told where stacks are, or it takes a switch for a frame
+ * of megabytes (sched/stack.c).  The client requests cost a few
+ * instructions, and nothing at all where valgrind.h is absent. */
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define XF_VALGRIND_STACK_REGISTER(lo, hi) VALGRIND_STACK_REGISTER(lo, hi)
+#define XF_VALGRIND_STACK_DEREGISTER(id)   VALGRIND_STACK_DEREGISTER(id)
+#else
+#define XF_VALGRIND_STACK_REGISTER(lo, hi) 0u
+#define XF_VALGRIND_STACK_DEREGISTER(id)   ((void)(id))
+#endif
 
 #define XF_STACK_CACHE 64	   /* stacks a worker keeps for reuse */
 #define XF_STACK_BATCH (XF_STACK_CACHE / 2) /* moved between a cache and the pool at once */
@@ -101,8 +114,13 @@ struct xf_fiber {
 	uint32_t magic;	    /* XF_FIBER_MAGIC while the handle is valid */
 	uint32_t flags;	    /* XF_FIBER_F_* */
 	void *sp;	    /* saved stack pointer while not running */
-	_Atomic int on_cpu; /* enum xf__on_cpu */
-	_Atomic int state;  /* enum xf__fiber_state */
+	_Atomic int on_cpu;	/* enum xf__on_cpu */
+	_Atomic uint8_t state;	/* enum xf__fiber_state */
+	/* What it blocks on, while it does (xf__wait_block): an enum
+	 * xf__wait_kind - in this line, which a block writes anyway - and
+	 * wait_object. */
+	uint8_t wait_kind;
+	bool exiting; /* it called its exit: its stack goes at the next switch */
 	int saved_errno;
 	/* xf__rt.fork_gen when it was made: in a forked child, the parent's
 	 * other fibers are gone, and nothing may wake them (xf__wait_claim). */
@@ -126,8 +144,9 @@ struct xf_fiber {
 	void *wait_data; /* e.g. the message a channel waiter moves */
 	struct xf__timer timer;
 
+	const void *wait_object; /* the mutex, channel, fiber, descriptor number ... */
+
 	/* Life and death. */
-	void *(*fn)(void *);
 	void *arg;
 	void *result;
 	_Atomic(struct xf_fiber *) joiner; /* the fiber blocked in xf_join, if any */
@@ -158,8 +177,28 @@ struct xf_fiber {
 	 * pointer stays valid; NULL: none), and where xf_spawn was called. */
 	char *name;
 	const void *spawn_site;
+	void *(*fn)(void *); /* its entry: read once, at its start */
 } __attribute__((aligned(64))); /* whole cache lines: neighbours in the arena run on
 				  * other workers, and a shared line would bounce between them */
+
+/* What a blocked fiber waits for, for debuggers and dumps (sched/debug.c
+ * names them). */
+enum xf__wait_kind {
+	XF_WAIT_ON_NOTHING,
+	XF_WAIT_ON_MUTEX,
+	XF_WAIT_ON_COND,
+	XF_WAIT_ON_SEM,
+	XF_WAIT_ON_CHAN_SEND,
+	XF_WAIT_ON_CHAN_RECV,
+	XF_WAIT_ON_JOIN,	  /* the object: the fiber joined */
+	XF_WAIT_ON_SLEEP,
+	XF_WAIT_ON_IO,		  /* the object: the descriptor's number, not an address */
+	XF_WAIT_ON_POLL,	  /* xf_poll over several descriptors */
+	XF_WAIT_ON_BLOCKING_CALL, /* a call run by the blocking pool (io/blocking.c) */
+	XF_WAIT_ON_LOCK,	  /* a pthread or C++ lock, between polls (sync/pthread.c) */
+	XF_WAIT_ON_SHUTDOWN,	  /* xf_shutdown, for the other fibers */
+	XF_WAIT_KINDS
+};
 
 /* Whether a fiber runs, and if not, where its switch frame resumes
  * (arch/switch_x86_64_sysv_elf_gas.S).  A new fiber's first frame resumes
@@ -185,6 +224,18 @@ enum xf__blocking {
 #define XF_FIBER_F_STAY	  0x8 /* holds a lock its thread owns (a recursive or error-
 			       * checking mutex, a write lock): no migration until
 			       * released (sync/pthread.c) */
+
+/* Where every fiber structure lives, in chunks of XF_ARENA_CHUNK that stay
+ * until the runtime's memory is released (fiber.c): a debugger or a dump
+ * finds every fiber there, by its magic (debug.c). */
+#define XF_ARENA_CHUNK 64
+struct xf__fiber_arena {
+	pthread_mutex_t lock;
+	struct xf_fiber **chunks;
+	size_t nr, cap;
+	struct xf_fiber *free_list; /* fibers freed outside any worker */
+};
+extern struct xf__fiber_arena xf__fiber_arena;
 
 /* Whether f must run on its home worker: pinned, or holding a lock that
  * belongs to that worker's thread. */
@@ -215,6 +266,10 @@ struct xf__worker {
 	int *errno_ptr;	       /* this thread's errno */
 	unsigned id;
 	uint32_t sched_ticks; /* scheduling points passed; paces timer polls */
+	/* Between its look at xf__world_stopped and the switch's claim of the
+	 * next fiber (next->on_cpu = XF_ON_CPU): a dump waits for it to clear
+	 * (debug.c).  Written by the owner only, without a fence. */
+	_Atomic uint8_t in_switch;
 
 	/* Shared with other threads. */
 	_Atomic(struct xf_fiber *) inbox __attribute__((aligned(64)));
@@ -291,6 +346,28 @@ struct xf__runtime {
 	bool ticker_pending;   /* a forked child starts its ticker at its first spawn */
 	xf_worker_stats ticker_stats; /* the ticker's polls (io/poller.c) */
 };
+
+/* Nonzero while a dump reads switched-out fibers' stacks: no switch may
+ * resume one (debug.c).  A futex word. */
+extern _Atomic uint32_t xf__world_stopped;
+
+/* Waits, out of line, until the dump that stopped the world is over; w's
+ * in_switch is clear meanwhile and set again on return. */
+void xf__world_wait(struct xf__worker *w);
+
+/* The runtime's start and stop lock, held while something reads its
+ * workers from outside (a dump): hold returns whether it runs; release
+ * either way (runtime.c). */
+bool xf__runtime_hold(void);
+void xf__runtime_release(void);
+
+/* The thread that dumps on XFIBER_DUMP_SIGNAL, if the variable names one
+ * (debug.c): started by xf_init, stopped by xf_shutdown. */
+void xf__dump_signal_start(void);
+void xf__dump_signal_stop(void);
+/* In a fork's child: the parent's dump thread and pipe are not its own; the
+ * signal dumps nothing there. */
+void xf__dump_signal_fork_child(void);
 
 /* How an idle worker sleeps (xf__worker.parked): the kicker wakes it so. */
 enum { XF_AWAKE, XF_PARKED_FUTEX, XF_PARKED_POLLER };
@@ -429,6 +506,10 @@ static inline bool xf__preempt_disabled_beyond(uint32_t own)
 	return (xf__preempt_word_get() & XF_PREEMPT_NESTING) > own;
 }
 
+/* xf_sleep_ns, recorded as a wait on `kind` (a lock's poll sleeps as one,
+ * sync/pthread.c). */
+int xf__sleep_on(uint64_t ns, enum xf__wait_kind kind);
+
 /* Makes a blocked fiber runnable: on the caller's worker when it is a
  * worker, else - or if the fiber stays on its CPU longer than a short wait
  * - on the fiber's home worker. */
@@ -441,8 +522,10 @@ void xf__wake(struct xf_fiber *f);
  * disabled preemption (once: a spinlock does) *before* it could be found:
  * a fiber preempted between being found and switching out would be queued
  * twice, by the preemption and by its waker.  Returns with preemption
- * enabled. */
-int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t *unlock);
+ * enabled.  kind and object say what it waits on while it does, for
+ * debuggers and dumps (sched/debug.c). */
+int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t *unlock,
+		   enum xf__wait_kind kind, const void *object);
 
 /* For a fiber that set XF_WAIT_WAITING and published itself but then found
  * it need not wait: withdraws, or, if a waker already claimed it, takes that
@@ -509,9 +592,10 @@ static inline _Atomic uint32_t *xf__waitq_lock(xf__waitq *q)
 
 /* Waits on q, guarded by `lock` (held by the caller, released here), until
  * claimed or timed out (timeout_ns 0 = never); unlinks itself after a
- * timeout.  Returns the enum xf__wait_state that ended the wait. */
+ * timeout.  Returns the enum xf__wait_state that ended the wait.  kind and
+ * object say what it waits on, for debuggers (xf__wait_block). */
 int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self,
-		   uint64_t timeout_ns);
+		   uint64_t timeout_ns, enum xf__wait_kind kind, const void *object);
 
 /* Stacks (stack.c). */
 int xf__stack_get(struct xf__worker *w, size_t size, struct xf__stack *out);

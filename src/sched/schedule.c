@@ -47,6 +47,8 @@ _Static_assert(offsetof(struct xf__worker, runq.running_linked) == XF_W_RUNQ_RUN
 	       "layout.h");
 _Static_assert(sizeof(((struct xf__worker *)0)->runq.running_linked) == 1, "layout.h: cmpb");
 _Static_assert(offsetof(struct xf__worker, errno_ptr) == XF_W_ERRNO_PTR, "layout.h");
+_Static_assert(offsetof(struct xf__worker, in_switch) == XF_W_IN_SWITCH, "layout.h");
+_Static_assert(sizeof(xf__world_stopped) == 4, "layout.h: cmpl");
 _Static_assert(offsetof(struct xf__worker, inbox) == XF_W_INBOX, "layout.h");
 _Static_assert(offsetof(struct xf__worker, steal_request) == XF_W_STEAL_REQUEST, "layout.h");
 _Static_assert(offsetof(struct xf__worker, timers_due) == XF_W_TIMERS_DUE, "layout.h");
@@ -109,6 +111,13 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	XF_WARN_ON((xf__preempt_word_get() & XF_PREEMPT_NESTING) != 1);
 	XF_WARN_ON(action == XF_PREV_EXIT &&
 		   atomic_load_explicit(&next->on_cpu, memory_order_relaxed) != XF_OFF_CPU);
+	/* A dump stops switches while it reads switched-out stacks (debug.c):
+	 * in_switch first, then the look; the dump's barrier orders the two
+	 * for it, so no fence here. */
+	atomic_store_explicit(&w->in_switch, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (unlikely(atomic_load_explicit(&xf__world_stopped, memory_order_relaxed)))
+		xf__world_wait(w);
 	XF_PROBE3(fiber__switch, prev->id, next->id, w->id);
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
 	struct xf__switched s = xf__context_switch(w, (uintptr_t)prev | action, next, mxcsr);
@@ -298,7 +307,8 @@ void xf__wake(struct xf_fiber *f)
 	xf__preempt_enable();
 }
 
-int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t *unlock)
+int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t *unlock,
+		   enum xf__wait_kind kind, const void *object)
 {
 	struct xf__worker *w;
 	int state;
@@ -319,8 +329,11 @@ int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t 
 	}
 	if (unlock)
 		xf__spin_unlock_raw(unlock);
+	self->wait_kind = (uint8_t)kind;
+	self->wait_object = object;
 	XF_PROBE3(fiber__block, self->id, self->wait_queue, w->id);
 	xf__schedule(w, XF_PREV_BLOCK);
+	self->wait_kind = XF_WAIT_ON_NOTHING;
 	xf__preempt_enable();
 	state = atomic_load_explicit(&self->wait_state, memory_order_acquire);
 	if (timeout_ns && state != XF_WAIT_TIMEDOUT)
@@ -337,5 +350,5 @@ int xf__wait_cancel(struct xf_fiber *self)
 		return XF_WAIT_NONE;
 	}
 	/* A waker won and is queueing us: consume that wake-up. */
-	return xf__wait_block(self, 0, NULL);
+	return xf__wait_block(self, 0, NULL, XF_WAIT_ON_NOTHING, NULL); /* runnable already */
 }

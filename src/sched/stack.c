@@ -50,6 +50,7 @@ struct slab {
 	struct slab *next;
 	void *base;
 	size_t len;
+	unsigned valgrind_ids[XF_SLAB_STACKS]; /* its stacks' registrations */
 };
 
 /* A pool of default-size stacks, used as a stack (LIFO: the warmest first). */
@@ -61,7 +62,8 @@ struct stack_list {
 static struct {
 	pthread_mutex_t lock;
 	struct slab *slabs; /* every slab, for release at shutdown */
-	char *carve;	    /* next unused slot in the newest slab */
+	char *carve;	    /* next unused slot in the newest slab, */
+	struct slab *carving; /* which is this one, or NULL once kept (xf__stack_keep) */
 	unsigned carve_left;
 	/* Stacks no worker caches, by how long ago they were freed: `warm`
 	 * since the last scavenge, `aging` since the one before, `cold` with
@@ -170,6 +172,7 @@ static int stack_map_single(size_t usable, struct xf__stack *out)
 		return err == ENOMEM ? ENOMEM : EAGAIN;
 	}
 	*out = (struct xf__stack){.base = p + XF_GUARD_SIZE, .size = usable, .region = p};
+	out->valgrind_id = XF_VALGRIND_STACK_REGISTER(out->base, (char *)out->base + usable);
 	return 0;
 }
 
@@ -192,6 +195,7 @@ static int stack_carve(size_t usable, struct xf__stack *out)
 		}
 		*s = (struct slab){.next = stacks.slabs, .base = p, .len = slot * XF_SLAB_STACKS};
 		stacks.slabs = s;
+		stacks.carving = s;
 		stacks.carve = p;
 		stacks.carve_left = XF_SLAB_STACKS;
 	}
@@ -199,6 +203,9 @@ static int stack_carve(size_t usable, struct xf__stack *out)
 		return ENOMEM;
 	*out = (struct xf__stack){
 	    .base = stacks.carve + XF_GUARD_SIZE, .size = usable, .region = NULL};
+	unsigned valgrind_id = XF_VALGRIND_STACK_REGISTER(out->base, (char *)out->base + usable);
+	if (stacks.carving)
+		stacks.carving->valgrind_ids[XF_SLAB_STACKS - stacks.carve_left] = valgrind_id;
 	stacks.carve += slot;
 	stacks.carve_left--;
 	stacks.made++;
@@ -287,6 +294,7 @@ void xf__stack_put(struct xf__worker *w, struct xf__stack *s)
 	if (!s->base)
 		return;
 	if (s->region) {
+		XF_VALGRIND_STACK_DEREGISTER(s->valgrind_id);
 		munmap(s->region, XF_GUARD_SIZE + s->size);
 	} else if (w) {
 		if (w->stack_cache_nr == XF_STACK_CACHE) {
@@ -385,6 +393,8 @@ void xf__stack_keep(const struct xf__stack *s)
 
 		if (p >= (char *)slab->base && p < (char *)slab->base + slab->len) {
 			*link = slab->next;
+			if (stacks.carving == slab)
+				stacks.carving = NULL;
 			free(slab);
 			return;
 		}
@@ -397,6 +407,10 @@ void xf__stacks_release(void)
 	while (stacks.slabs) {
 		struct slab *s = stacks.slabs;
 		stacks.slabs = s->next;
+		/* Only its carved stacks were registered; ids start at 1. */
+		for (unsigned i = 0; i < XF_SLAB_STACKS; i++)
+			if (s->valgrind_ids[i])
+				XF_VALGRIND_STACK_DEREGISTER(s->valgrind_ids[i]);
 		munmap(s->base, s->len);
 		free(s);
 	}
@@ -412,6 +426,7 @@ void xf__stacks_release(void)
 	atomic_store_explicit(&stacks.next_scavenge_ns, 0, memory_order_relaxed);
 	stacks.made = stacks.scavenged = 0;
 	stacks.carve = NULL;
+	stacks.carving = NULL;
 	stacks.carve_left = 0;
 	pthread_mutex_unlock(&stacks.lock);
 }

@@ -122,7 +122,8 @@ static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t time
 		return xf__misuse_preempt_disabled("xf_chan_send");
 	}
 	self->wait_data = (void *)msg;
-	return wait_result(xf__waitq_wait(&ch->senders, &ch->lock, self, timeout_ns));
+	return wait_result(xf__waitq_wait(&ch->senders, &ch->lock, self, timeout_ns,
+					  XF_WAIT_ON_CHAN_SEND, ch));
 }
 
 static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns)
@@ -162,7 +163,8 @@ static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns
 		return xf__misuse_preempt_disabled("xf_chan_recv");
 	}
 	self->wait_data = msg;
-	return wait_result(xf__waitq_wait(&ch->receivers, &ch->lock, self, timeout_ns));
+	return wait_result(xf__waitq_wait(&ch->receivers, &ch->lock, self, timeout_ns,
+					  XF_WAIT_ON_CHAN_RECV, ch));
 }
 
 int xf_chan_send(xf_chan *ch, const void *msg)

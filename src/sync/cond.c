@@ -41,7 +41,8 @@ static int wait_common(xf_cond *c, xf_mutex *m, uint64_t timeout_ns)
 	 * a signal sent after the unlock finds us queued (no lost wake-up). */
 	xf__spin_lock(xf__waitq_lock(&c->wq));
 	xf_mutex_unlock(m);
-	state = xf__waitq_wait(&c->wq, xf__waitq_lock(&c->wq), self, timeout_ns);
+	state = xf__waitq_wait(&c->wq, xf__waitq_lock(&c->wq), self, timeout_ns,
+			       XF_WAIT_ON_COND, c);
 	xf_mutex_lock(m);
 	return state == XF_WAIT_TIMEDOUT ? ETIMEDOUT : 0;
 }

@@ -54,7 +54,7 @@ static int lock_common(xf_mutex *m, bool try)
 		return xf__misuse_preempt_disabled("xf_mutex_lock");
 	}
 	/* Released with the mutex already ours (hand-off). */
-	xf__waitq_wait(&m->wq, xf__waitq_lock(&m->wq), self, 0);
+	xf__waitq_wait(&m->wq, xf__waitq_lock(&m->wq), self, 0, XF_WAIT_ON_MUTEX, m);
 	XF_WARN_ON(m->owner != self);
 	return 0;
 }

@@ -148,7 +148,7 @@ static int wait_round(struct xf_fiber *f, uint64_t deadline_ns)
 			ns = WAIT_SLEEP_MAX_NS;
 		if (deadline_ns && ns > deadline_ns - now)
 			ns = deadline_ns - now;
-		xf_sleep_ns(ns);
+		xf__sleep_on(ns, XF_WAIT_ON_LOCK); /* a debugger sees the lock it waits for */
 	}
 	f->polls++;
 	f->poll_last_ns = xf__now_ns();

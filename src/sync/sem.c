@@ -45,7 +45,8 @@ static int wait_common(xf_sem *s, bool try, uint64_t timeout_ns)
 		xf__spin_unlock(xf__waitq_lock(&s->wq));
 		return xf__misuse_preempt_disabled(timeout_ns ? "xf_sem_timedwait" : "xf_sem_wait");
 	}
-	state = xf__waitq_wait(&s->wq, xf__waitq_lock(&s->wq), self, timeout_ns);
+	state = xf__waitq_wait(&s->wq, xf__waitq_lock(&s->wq), self, timeout_ns,
+			       XF_WAIT_ON_SEM, s);
 	return state == XF_WAIT_TIMEDOUT ? ETIMEDOUT : 0;
 }
 

@@ -66,14 +66,15 @@ struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state)
 	return NULL;
 }
 
-int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self, uint64_t timeout_ns)
+int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self, uint64_t timeout_ns,
+		   enum xf__wait_kind kind, const void *object)
 {
 	int state;
 
 	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
 	self->wait_timed = timeout_ns != 0;
 	xf__waitq_push(q, self);
-	state = xf__wait_block(self, timeout_ns, lock);
+	state = xf__wait_block(self, timeout_ns, lock, kind, object);
 	if (state == XF_WAIT_TIMEDOUT) {
 		xf__spin_lock(lock);
 		xf__waitq_remove(q, self);

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_jsonread.h"
+#include "bench/jsonread.h"
 #include "run.h"
 #include "testlib.h"
 

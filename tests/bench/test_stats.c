@@ -6,9 +6,9 @@
  */
 #include <math.h>
 
-#include "bench_stats.h"
+#include "bench/stats.h"
+#include "common/tsc.h"
 #include "testlib.h"
-#include "tsc.h"
 
 #define CLOSE(got, want, tol)                                                                      \
 	do {                                                                                       \

@@ -10,6 +10,7 @@ prefix=$scratch/prefix
 
 cmake --install "$build" --prefix "$prefix" >/dev/null
 test -x "$prefix/bin/xfiber"
+test -f "$prefix/share/xfiber/gdb/xfiber-gdb.py"
 "$prefix/bin/xfiber" --version
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig

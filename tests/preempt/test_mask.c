@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_syscall.h"
+#include "bench/syscall.h"
 #include "preempt/preempt.h"
 #include "testlib.h"
 #include "xfiber.h"

@@ -1,6 +1,7 @@
 /*
  * test_sched.c - the run order on one worker, yield fairness across
- * workers, work stealing moving fibers, and pinned fibers never moving.
+ * workers, work stealing moving fibers, pinned fibers never moving, and a
+ * sleeper waking beside fibers that only yield to each other.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -156,12 +157,62 @@ static void pinned(void)
 	printf("pinned fibers stayed on their workers\n");
 }
 
+static atomic_bool woke;
+
+static void *short_sleep(void *arg)
+{
+	(void)arg;
+	xf_sleep_ns(5 * 1000 * 1000);
+	atomic_store(&woke, true);
+	return NULL;
+}
+
+static void *yield_until_stop(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed))
+		xf_yield();
+	return NULL;
+}
+
+/* Yields between fibers take xf_yield's fast path, which leaves for the
+ * scheduler's C - where due timers run - only when told (timers_due): the
+ * ticker must tell it however many fibers the worker has queued.  Before
+ * it did, the sleeper here never woke. */
+static void sleeper_beside_yielders(void)
+{
+	xf_attr on_1 = XF_ATTR_INIT;
+	xf_fiber *sleeper, *yielders[4];
+
+	on_1.pinned = true;
+	on_1.worker = 1;
+	atomic_store(&stop, false);
+	for (int i = 0; i < 4; i++)
+		CHECK_ERR(xf_spawn(&yielders[i], yield_until_stop, NULL, &on_1), 0);
+	CHECK_ERR(xf_spawn(&sleeper, short_sleep, NULL, &on_1), 0);
+	/* Spin, not sleep: an idle worker 0 would ask worker 1 for work, and
+	 * the request alone sends it to C. */
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while (!atomic_load(&woke) && t.tv_sec - t0.tv_sec < 10);
+	if (!atomic_load(&woke))
+		xf_test_fail("a 5 ms sleeper beside 4 yielding fibers had not woken after 10 s");
+	atomic_store(&stop, true);
+	for (int i = 0; i < 4; i++)
+		CHECK_ERR(xf_join(yielders[i], NULL), 0);
+	CHECK_ERR(xf_join(sleeper, NULL), 0);
+	printf("a sleeper woke beside fibers that yield to each other\n");
+}
+
 int main(void)
 {
 	run_order();
 	CHECK_ERR(xf_init(&(xf_config){.workers = WORKERS}), 0);
 	fairness_and_stealing();
 	pinned();
+	sleeper_beside_yielders();
 	CHECK_ERR(xf_shutdown(), 0);
 	return 0;
 }
