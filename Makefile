@@ -4,12 +4,16 @@
 #                then build again under ASan+UBSan and run the tests there too,
 #                and the preemption tests once more unoptimised (-O0), where the
 #                compiler inlines nothing it is not told to
+#   make check-cpus  the xstate, runtime and preemption tests again under
+#                qemu-user's CPU models without XSAVE, without XSAVEC, and the
+#                richest it runs (docs/cpus.md)
 
 BUILD       ?= build
 BENCH_BUILD ?= build-bench
 ASAN_BUILD  ?= build-asan
 O0_BUILD    ?= build-O0
 PLOT_VENV   ?= build-venv
+CPUS_BUILD  ?= build-cpus
 JOBS        ?= $(shell nproc)
 CMAKE       ?= cmake
 
@@ -28,7 +32,10 @@ PLOT_PACKAGES  = python3-matplotlib
 # with pip (bench/plot-python.sh, which says so in one line).
 PLOT_PYTHON = -DXFIBER_PYTHON="$$(sh bench/plot-python.sh $(PLOT_VENV))"
 
-.PHONY: all check bench clean deps check-deps bench-deps
+# What make check-cpus runs the tests under: qemu-x86_64 and its CPU models.
+CPUS_PACKAGES = qemu-user
+
+.PHONY: all check check-cpus bench clean deps check-deps bench-deps
 
 all: check-deps
 	$(CMAKE) -S . -B $(BUILD) -DXFIBER_WERROR=ON -DXFIBER_DEBUG=ON $(PLOT_PYTHON)
@@ -44,6 +51,14 @@ check: all
 	$(CMAKE) --build $(O0_BUILD) -j $(JOBS) --target preempt_tests
 	ctest --test-dir $(O0_BUILD) --output-on-failure -j $(JOBS) -L preempt
 
+check-cpus:
+	@sh .ci/install-packages $(CPUS_PACKAGES)
+	$(CMAKE) -S . -B $(CPUS_BUILD) -DXFIBER_WERROR=ON -DXFIBER_DEBUG=ON -DXFIBER_CHECK_CPUS=ON
+	$(CMAKE) --build $(CPUS_BUILD) -j $(JOBS) --target cpus_tests
+	# One test at a time: each runs 2 to 9 threads under TCG, and their
+	# timing margins were set natively.
+	ctest --test-dir $(CPUS_BUILD) --output-on-failure -L cpus
+
 bench: bench-deps
 	$(CMAKE) -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release $(PLOT_PYTHON)
 	$(CMAKE) --build $(BENCH_BUILD) -j $(JOBS) --target xfiber   # the tool and its peers, not the tests
@@ -54,7 +69,7 @@ bench: bench-deps
 # Everything, asked for (root, Debian).
 deps:
 	apt-get update
-	apt-get install -y $(BENCH_PACKAGES)
+	apt-get install -y $(BENCH_PACKAGES) $(CPUS_PACKAGES)
 
 # What is missing, installed without asking when root on Debian (one line
 # says so); elsewhere one line says what to install, and the build goes on
@@ -65,4 +80,4 @@ bench-deps:
 	@sh .ci/install-packages $(BENCH_PACKAGES)
 
 clean:
-	rm -rf $(BUILD) $(BENCH_BUILD) $(ASAN_BUILD) $(O0_BUILD) $(PLOT_VENV)
+	rm -rf $(BUILD) $(BENCH_BUILD) $(ASAN_BUILD) $(O0_BUILD) $(PLOT_VENV) $(CPUS_BUILD)

@@ -191,7 +191,8 @@ XF_API int xf_xstate_restore(const void *buf, size_t size);
 XF_API uint64_t xf_xstate_image_features(const void *buf);
 
 /* XGETBV(1): the components not in their init state right now.  Where the CPU
- * lacks XGETBV1 this returns XCR0, the safe over-estimate. */
+ * lacks XGETBV1 this returns XCR0, the safe over-estimate.  A CPU may report
+ * a component in use that is in init state (qemu's TCG reports them all). */
 XF_API uint64_t xf_xstate_inuse(void);
 
 /* Returning dead state to init, so kernel switches and signal frames skip it. */
@@ -199,7 +200,8 @@ XF_API void xf_xstate_release_tiles(void); /* TILERELEASE if tiles are in use */
 XF_API void xf_xstate_vzeroupper(void);	   /* YMM/ZMM upper halves (bits 2, 6) */
 /* Puts the components in mask into their init state with an XRSTOR whose
  * XSTATE_BV is zero; MXCSR and the x87 control word are kept.  mask may name
- * any enabled component but x87 and SSE (EINVAL).  Typical use:
+ * any enabled component but x87 and SSE (EINVAL); ENOTSUP without XSAVE.
+ * Typical use:
  * XF_XFEATURE_MASK(XF_XFEATURE_OPMASK) | XF_XFEATURE_MASK(XF_XFEATURE_HI16_ZMM). */
 XF_API int xf_xstate_init_components(uint64_t mask);
 

@@ -1,6 +1,8 @@
 /* testlib.c - see testlib.h. */
 #define _GNU_SOURCE
+#include <cpuid.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <sys/wait.h>
@@ -46,6 +48,56 @@ unsigned xf_test_parse_class(const char *name)
 	if (!c)
 		xf_test_fail("unknown register class '%s'", name);
 	return c;
+}
+
+static uint64_t xgetbv(uint32_t index)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(index));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+bool xf_test_cpu_has_strategy(const char *name)
+{
+	unsigned eax, ebx, ecx, edx;
+	bool xsave;
+
+	__cpuid(1, eax, ebx, ecx, edx);
+	xsave = (ecx & bit_XSAVE) && (ecx & bit_OSXSAVE);
+	__cpuid_count(0xd, 1, eax, ebx, ecx, edx);
+	if (!strcmp(name, "fxsave"))
+		return true; /* every x86-64 CPU */
+	if (!strcmp(name, "xsave"))
+		return xsave;
+	if (!strcmp(name, "xsaveopt"))
+		return xsave && (eax & (1u << 0));
+	if (!strcmp(name, "xsavec"))
+		return xsave && (eax & (1u << 1));
+	xf_test_fail("unknown strategy '%s'", name);
+}
+
+void xf_test_require_strategy(const char *name)
+{
+	if (!xf_test_cpu_has_strategy(name))
+		xf_test_skip("this CPU has no %s (CPUID)", name);
+}
+
+bool xf_test_xinuse_tracks_init(void)
+{
+	unsigned eax, ebx, ecx, edx;
+	const uint64_t ymm = 1u << 2;
+	uint32_t lo, hi;
+
+	__cpuid(1, eax, ebx, ecx, edx);
+	if (!(ecx & bit_OSXSAVE) || !(ecx & bit_AVX) || (xgetbv(0) & 6) != 6)
+		return false;
+	__cpuid_count(0xd, 1, eax, ebx, ecx, edx);
+	if (!(eax & (1u << 2)))
+		return false; /* no XGETBV1 */
+	/* One asm statement: nothing the compiler adds may run in between. */
+	__asm__ volatile("vzeroupper\n\txgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+	return !(lo & ymm);
 }
 
 int xf_test_run_child(void (*fn)(void), char *out, size_t size)

@@ -2,6 +2,7 @@
 #ifndef XF_TESTS_TESTLIB_H
 #define XF_TESTS_TESTLIB_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -34,6 +35,20 @@ const char *xf_test_errname(int err);
 /* The register classes a name stands for (see xf__regs_class_parse), or
  * fails the test for an unknown name. */
 unsigned xf_test_parse_class(const char *name);
+
+/* Whether CPUID - read here, not through the library - says this CPU has
+ * the named XSAVE strategy ("xsaveopt", "xsavec", "xsave", "fxsave"). */
+bool xf_test_cpu_has_strategy(const char *name);
+/* Skips the test, with the reason, where the CPU lacks it.  A test that
+ * forces or expects a strategy calls it first: only a CPU without the
+ * strategy skips, and a library that refuses one the CPU has still fails. */
+void xf_test_require_strategy(const char *name);
+
+/* Whether XINUSE (XGETBV 1) shows a component back in its init state: AVX's
+ * bit clear after VZEROUPPER.  False without XGETBV1 or AVX, and where the
+ * CPU reports the component in use all the same, which the SDM allows and
+ * qemu's TCG does for every component (docs/cpus.md). */
+bool xf_test_xinuse_tracks_init(void);
 
 /* Runs fn() in a child process with its stderr captured into out (size
  * bytes, NUL-terminated); returns the child's wait status. */

@@ -97,7 +97,11 @@ int main(int argc, char **argv)
 
 	spin = load(argv[1]);
 	CHECK_ERR(xf_stats_get(&st0), 0);
-	if (!spin_beside_another(ticks)) {
+	/* Up to ten tries: on a loaded machine under qemu's TCG, 30 ms have
+	 * gone by with one preemption and 11 deferred. */
+	for (int try = 1; !spin_beside_another(ticks); try++) {
+		if (try < 10)
+			continue;
 		CHECK_ERR(xf_stats_get(&st1), 0);
 		xf_test_fail("a library loaded after xf_init was never preempted in (%llu "
 			     "preemptions, %llu deferred, %llu stale ticks meanwhile)",

@@ -77,8 +77,11 @@ static void wait_for(int want)
 	}
 }
 
-/* Another process sends SENT SIGURGs, one every ms, while two spinners
- * need preempting on each of two workers. */
+/* Another process sends SENT SIGURGs, one every 5 ms, while two spinners
+ * need preempting on each of two workers.  Standard signals do not queue:
+ * one sent while the last is still pending merges with it, and at one a
+ * millisecond more than half merged under qemu's TCG on a loaded machine,
+ * which keeps signals blocked until the guest's handler runs. */
 static void foreign_sender(bool install_after)
 {
 	xf_fiber *f[4];
@@ -94,7 +97,7 @@ static void foreign_sender(bool install_after)
 	if (child == 0) {
 		for (int i = 0; i < SENT; i++) {
 			kill(getppid(), SIGURG);
-			usleep(1000);
+			usleep(5000);
 		}
 		_exit(0);
 	}

@@ -41,6 +41,8 @@ static void require(unsigned classes, const xf_xstate_info *info)
 
 	if ((classes & have) != classes)
 		xf_test_skip("this CPU lacks register class 0x%x", classes & ~have);
+	if (forced)
+		xf_test_require_strategy(forced);
 	if (info->strategy == XF_XSAVE_NONE)
 		xf_test_fail("no strategy: %s", info->strategy_error);
 	if (forced && strcmp(forced, info->strategy_name))
@@ -81,9 +83,10 @@ static void roundtrip(unsigned classes, unsigned iterations, const xf_xstate_inf
 			xf_test_fail("strategy %s, iteration %u: %s", info->strategy_name, i, msg);
 		if (info->strategy == XF_XSAVE_FXSAVE)
 			continue;
-		/* The image says what it carries, exactly as the hardware reported. */
+		/* The image says what it carries, exactly as the hardware reported
+		 * (where it can say: without XGETBV1, XINUSE reads as all of XCR0). */
 		bv = xf_xstate_image_features(buf);
-		if (bv != (xinuse & info->xcr0))
+		if (info->has_xgetbv1 && bv != (xinuse & info->xcr0))
 			xf_test_fail("strategy %s: XSTATE_BV 0x%" PRIx64
 				     " but XINUSE was 0x%" PRIx64,
 				     info->strategy_name, bv, xinuse);
@@ -124,6 +127,7 @@ static void leak(unsigned classes, unsigned iterations, const xf_xstate_info *in
 	if (!features)
 		xf_test_fail("the leak case needs a class above SSE (avx, avx512, opmask, amx)");
 	for (unsigned i = 0; i < iterations; i++) {
+		uint64_t bv;
 		int rc;
 
 		xf__regs_randomize(b, i + 99);
@@ -131,10 +135,22 @@ static void leak(unsigned classes, unsigned iterations, const xf_xstate_info *in
 		if (rc || res->init_rc)
 			xf_test_fail("iteration %u: engine returned %s / init %s", i,
 				     xf_test_errname(rc), xf_test_errname(res->init_rc));
-		if (res->xinuse_at_save & features)
-			xf_test_fail("set-up: XINUSE 0x%" PRIx64 " still has 0x%" PRIx64 " in use",
-				     res->xinuse_at_save, res->xinuse_at_save & features);
-		if (res->xinuse_after & features)
+		/* The case needs an image that carries the class in init state
+		 * (XSTATE_BV bits clear).  A CPU may keep a component in use
+		 * though it is in init state (SDM 13.6); qemu's TCG does so for
+		 * every component, and there is nothing to leak. */
+		bv = xf_xstate_image_features(buf);
+		if (bv & features) {
+			if (xf_test_xinuse_tracks_init())
+				xf_test_fail("set-up: the image's XSTATE_BV 0x%" PRIx64
+					     " still carries 0x%" PRIx64 " (XINUSE 0x%" PRIx64 ")",
+					     bv, features, res->xinuse_at_save);
+			xf_test_skip("this CPU keeps components 0x%" PRIx64
+				     " in use after VZEROUPPER and an init XRSTOR (XSTATE_BV 0x%" PRIx64
+				     "): no image carries them in init state",
+				     features, bv);
+		}
+		if (info->has_xgetbv1 && (res->xinuse_after & features))
 			xf_test_fail(
 			    "strategy %s: XINUSE 0x%" PRIx64 " after restore: components 0x%" PRIx64
 			    " came back in use, not in init state",
