@@ -1,4 +1,4 @@
-# The two commands of the README.  Everything else is CMake and CTest.
+# The commands of the README.  Everything else is CMake and CTest.
 #   make bench   build (optimized) and run the benchmark suite
 #   make check   build with warnings as errors and run every test through ctest,
 #                then build again under ASan+UBSan and run the tests there too,
