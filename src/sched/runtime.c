@@ -367,6 +367,7 @@ static void fork_child(void)
 	atomic_store(&w->steal_request, 0);
 	atomic_store(&w->steal_pending, 0);
 	atomic_store(&w->timers_nr, 0); /* the sleepers were the parent's */
+	atomic_store(&w->timers_first_ns, 0);
 	atomic_store(&w->park_seq, 0);
 	atomic_store(&w->parked, 0);
 	atomic_store(&w->timer_lock, 0);

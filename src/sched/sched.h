@@ -279,6 +279,7 @@ struct xf__worker {
 	 * is due, cleared by the worker as it runs the due timers. */
 	_Atomic unsigned timers_due;
 	_Atomic unsigned timers_nr; /* timers in the heap; written under timer_lock */
+	_Atomic uint64_t timers_first_ns; /* the heap's earliest deadline, 0: none; likewise */
 	_Atomic int steal_pending;  /* this worker asked someone and awaits the answer */
 	_Atomic unsigned nr_queued; /* runq.len, published for thieves */
 	_Atomic unsigned nr_fixed;  /* fibers in the ring, running one included, that may

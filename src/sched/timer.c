@@ -80,6 +80,19 @@ static void heap_remove(struct xf__worker *w, unsigned i)
 	sift_up(w, moved->timer.index);
 }
 
+/* The earliest deadline, for readers that must not take the lock (the
+ * ticker: it shares a CPU with workers, and a worker spinning on a lock the
+ * descheduled ticker holds waits for the kernel's next turn, milliseconds).
+ * After every change of the heap; lock held. */
+static void publish_first(struct xf__worker *w)
+{
+	atomic_store_explicit(&w->timers_first_ns,
+			      atomic_load_explicit(&w->timers_nr, memory_order_relaxed)
+				  ? w->timers[0]->timer.deadline_ns
+				  : 0,
+			      memory_order_relaxed);
+}
+
 void xf__timer_arm(struct xf__worker *w, struct xf_fiber *f, uint64_t deadline_ns)
 {
 	unsigned n;
@@ -105,6 +118,7 @@ void xf__timer_arm(struct xf__worker *w, struct xf_fiber *f, uint64_t deadline_n
 	w->timers[n] = f;
 	atomic_store_explicit(&w->timers_nr, n + 1, memory_order_relaxed);
 	sift_up(w, n);
+	publish_first(w);
 	xf__spin_unlock(&w->timer_lock);
 }
 
@@ -115,8 +129,10 @@ void xf__timer_cancel(struct xf_fiber *f)
 	if (!w)
 		return; /* fired already */
 	xf__spin_lock(&w->timer_lock);
-	if (f->timer.heap == w)
+	if (f->timer.heap == w) {
 		heap_remove(w, f->timer.index);
+		publish_first(w);
+	}
 	xf__spin_unlock(&w->timer_lock);
 }
 
@@ -139,18 +155,11 @@ void xf__timers_run(struct xf__worker *w)
 		if (timed_out)
 			xf__wake(f);
 	}
+	publish_first(w);
 	xf__spin_unlock(&w->timer_lock);
 }
 
 uint64_t xf__timers_next_deadline(struct xf__worker *w)
 {
-	uint64_t deadline = 0;
-
-	if (!atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
-		return 0;
-	xf__spin_lock(&w->timer_lock);
-	if (atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
-		deadline = w->timers[0]->timer.deadline_ns;
-	xf__spin_unlock(&w->timer_lock);
-	return deadline;
+	return atomic_load_explicit(&w->timers_first_ns, memory_order_relaxed);
 }
