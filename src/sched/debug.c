@@ -571,27 +571,17 @@ static void *dump_signal_thread(void *arg)
 
 static int signal_by_name(const char *s)
 {
-	static const struct {
-		const char *name;
-		int sig;
-	} names[] = {
-		{"HUP", SIGHUP},     {"INT", SIGINT},	  {"QUIT", SIGQUIT},	 {"ILL", SIGILL},
-		{"TRAP", SIGTRAP},   {"ABRT", SIGABRT},	  {"BUS", SIGBUS},	 {"FPE", SIGFPE},
-		{"KILL", SIGKILL},   {"USR1", SIGUSR1},	  {"SEGV", SIGSEGV},	 {"USR2", SIGUSR2},
-		{"PIPE", SIGPIPE},   {"ALRM", SIGALRM},	  {"TERM", SIGTERM},	 {"STKFLT", SIGSTKFLT},
-		{"CHLD", SIGCHLD},   {"CONT", SIGCONT},	  {"STOP", SIGSTOP},	 {"TSTP", SIGTSTP},
-		{"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},	  {"URG", SIGURG},	 {"XCPU", SIGXCPU},
-		{"XFSZ", SIGXFSZ},   {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},	 {"WINCH", SIGWINCH},
-		{"IO", SIGIO},	     {"PWR", SIGPWR},	  {"SYS", SIGSYS},
-	};
 	char *end;
 	long n;
 
 	if (!strncasecmp(s, "SIG", 3))
 		s += 3;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcasecmp(s, names[i].name))
-			return names[i].sig;
+	for (int sig = 1; sig < SIGRTMIN; sig++) { /* the C library's names: "USR1" */
+		const char *name = sigabbrev_np(sig);
+
+		if (name && !strcasecmp(s, name))
+			return sig;
+	}
 	if (!strncasecmp(s, "RTMIN+", 6) || !strncasecmp(s, "RTMIN", 6)) {
 		n = s[5] ? strtol(s + 6, &end, 10) : 0;
 		if ((s[5] && *end) || n < 0 || SIGRTMIN + n > SIGRTMAX)
