@@ -19,9 +19,9 @@ CMAKE       ?= cmake
 
 # Debian packages: what the tests need (the HTTP example's parser, the probes'
 # header and bpftrace to try them, gdb for the gdb extension, Valgrind for
-# memcheck and its stack registration), and what the benchmark's peers, plots and
+# memcheck and its stack registration, SQLite for a real library's locks), and what the benchmark's peers, plots and
 # validation use besides.
-CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace gdb valgrind
+CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace gdb valgrind libsqlite3-dev
 BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk nghttp2-client libboost-context-dev $(PLOT_PACKAGES) \
 		 linux-perf rt-tests golang-go
 # The plots, whose test `make check` runs too.
@@ -48,7 +48,7 @@ check: all
 	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 	$(CMAKE) -S . -B $(O0_BUILD) -DCMAKE_BUILD_TYPE=Debug -DXFIBER_WERROR=ON -DXFIBER_DEBUG=ON
-	$(CMAKE) --build $(O0_BUILD) -j $(JOBS) --target preempt_tests
+	$(CMAKE) --build $(O0_BUILD) -j $(JOBS) --target preempt_tests sync_tests
 	ctest --test-dir $(O0_BUILD) --output-on-failure -j $(JOBS) -L preempt
 
 check-cpus:

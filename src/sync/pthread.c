@@ -178,25 +178,50 @@ static bool owns(struct xf_fiber *f, const void *lock)
 	return false;
 }
 
-/* f now holds a lock its thread owns: it stays on this worker. */
-static void own(struct xf_fiber *f, const void *lock)
+/* Room in f's table for one more lock, made before the lock is taken:
+ * the lock and the record of it go together, with preemption disabled
+ * (own_locked), and nothing may allocate there. */
+static void own_reserve(struct xf_fiber *f)
 {
+	unsigned cap;
+	const void **more;
+
+	if (f->owned_nr < f->owned_cap)
+		return;
+	cap = f->owned_cap ? 2u * f->owned_cap : 8;
+	more = realloc(f->owned, cap * sizeof(*more));
+	if (!more)
+		abort(); /* a lock about to be taken that could not be remembered */
+	f->owned = more;
+	f->owned_cap = (uint16_t)cap;
+}
+
+/* f has just taken a lock its thread owns: it stays on this worker from now
+ * on.  Called with preemption disabled since before the lock was taken: a
+ * preemption taken in between - at the enable that ends the try, say -
+ * could let a thief move f while glibc records this thread as the owner,
+ * and f's next lock of it (a recursive one) would wait in the kernel for
+ * itself (sync/owner tests).  own_reserve() made the room. */
+static void own_locked(struct xf_fiber *f, const void *lock)
+{
+	XF_WARN_ON(!(xf__preempt_word_get() & XF_PREEMPT_NESTING));
 	if (owns(f, lock))
 		return;
-	if (f->owned_nr == f->owned_cap) {
-		unsigned cap = f->owned_cap ? 2u * f->owned_cap : 8;
-		const void **more = realloc(f->owned, cap * sizeof(*more));
-
-		if (!more)
-			abort(); /* a lock taken that could not be remembered: no way to go on */
-		f->owned = more;
-		f->owned_cap = (uint16_t)cap;
-	}
+	XF_WARN_ON(f->owned_nr >= f->owned_cap);
 	f->owned[f->owned_nr++] = lock;
-	xf__preempt_disable(); /* home and flags together, before any wake-up */
 	f->home = (int)xf__this_worker()->id;
 	f->flags |= XF_FIBER_F_STAY;
 	xf__runq_fixed_update(xf__this_worker(), f);
+}
+
+/* f took a lock its thread owns by a wait in the kernel, after which
+ * nothing has taken a pending preemption yet (no enable since): the record
+ * of it now. */
+static void own(struct xf_fiber *f, const void *lock)
+{
+	own_reserve(f);
+	xf__preempt_disable();
+	own_locked(f, lock);
 	xf__preempt_enable();
 }
 
@@ -289,12 +314,13 @@ static int mutex_try(struct xf_fiber *f, pthread_mutex_t *m)
 {
 	int err = EBUSY;
 
+	own_reserve(f);
 	xf__preempt_disable();
 	if (!mutex_held_here(f, m))
 		err = XF_REAL(pthread_mutex_trylock)(m);
-	xf__preempt_enable();
 	if (!err && mutex_thread_owned(m))
-		own(f, m);
+		own_locked(f, m);
+	xf__preempt_enable();
 	return err;
 }
 
@@ -561,10 +587,17 @@ XF_INTERPOSE(int, pthread_rwlock_clockwrlock,
 XF_INTERPOSE(int, pthread_rwlock_trywrlock, (pthread_rwlock_t * rw))
 {
 	struct xf_fiber *f = fiber();
-	int err = XF_REAL(pthread_rwlock_trywrlock)(rw);
+	int err;
 
-	if (!err && f)
-		own(f, rw);
+	if (!f)
+		return XF_REAL(pthread_rwlock_trywrlock)(rw);
+	/* The write side and its record together, as mutex_try does. */
+	own_reserve(f);
+	xf__preempt_disable();
+	err = XF_REAL(pthread_rwlock_trywrlock)(rw);
+	if (!err)
+		own_locked(f, rw);
+	xf__preempt_enable();
 	return err;
 }
 
