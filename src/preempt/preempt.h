@@ -98,7 +98,8 @@ static inline __attribute__((always_inline)) void xf__preempt_word_set(uint32_t 
 #define XF_TICK_TAG_MASK 0xffff000000000000ull
 #define XF_TICK_FORCED	 0x0000800000000000ull
 #define XF_TICK_ANSWER	 0x0000400000000000ull /* answer a steal request, do not switch */
-#define XF_TICK_COUNT	 0x00003fffffffffffull
+#define XF_TICK_REPORT	 0x0000200000000000ull /* record a backtrace, do not switch (stall.c) */
+#define XF_TICK_COUNT	 0x00001fffffffffffull
 
 static inline uint64_t xf__tick_aimed(uint64_t switches)
 {
@@ -106,6 +107,7 @@ static inline uint64_t xf__tick_aimed(uint64_t switches)
 }
 
 struct xf__worker;
+struct xf_fiber;
 
 /* signal.c */
 int xf__preempt_install(void); /* handlers, the safe-point table; once per xf_init */
@@ -153,6 +155,17 @@ void xf__ticker_forget(void);
 /* Sends the preemption signal to thread tid carrying value (xf__tick_aimed,
  * or XF_TICK_TAG | XF_TICK_FORCED). */
 int xf__tick_send(pid_t tid, uint64_t value);
+
+/* stall.c: a worker stuck inside code that cannot be preempted, reported. */
+#define XF_STALL_FRAMES 32
+int xf__stall_configure(void); /* XFIBER_STALL_MS; EINVAL for a bad value */
+/* The ticker, at a worker that has not switched since w->tick_since_ns and
+ * runs cur on thread tid: reports it once if it is stuck. */
+void xf__stall_check(struct xf__worker *w, struct xf_fiber *cur, pid_t tid, uint64_t now,
+		     bool others_wait);
+/* The handler, at a tick with XF_TICK_REPORT: records the interrupted code's
+ * backtrace if the ticker asked this worker for it.  Async-signal-safe. */
+void xf__stall_capture(const struct xf__worker *w);
 
 /* A fiber was queued: wake the ticker if it sleeps long, believing nothing
  * waits anywhere.  One relaxed load when it does not. */

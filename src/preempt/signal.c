@@ -317,6 +317,12 @@ void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
 		return; /* a worker between fibers: nothing to preempt */
 	f = w->current;
 	f->preempt_signals++; /* even a stale tick cuts a wait short */
+	if ((uint64_t)si->si_value.sival_ptr & XF_TICK_REPORT) {
+		saved_errno = *w->errno_ptr;
+		xf__stall_capture(w); /* the ticker found this worker stuck */
+		*w->errno_ptr = saved_errno;
+		return;
+	}
 	if (tick_is_stale(w, si)) {
 		XF_STAT_INC(w, preemption_ticks_stale, 1);
 		return;

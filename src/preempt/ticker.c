@@ -41,7 +41,8 @@
  *
  * Between a slice and a slice and a half passes before a fiber is
  * preempted.  A preemption deferred at a safe point is re-sent every tick
- * until the fiber switches.
+ * until the fiber switches; a worker that never does again, with others
+ * waiting, is reported on stderr (stall.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -129,6 +130,9 @@ static bool tick(uint64_t now, uint64_t slice_ns)
 		if (switches != w->tick_switches || !cur || cur == w->idle) {
 			w->tick_switches = switches;
 			w->tick_since_ns = now;
+			w->tick_deferred = __atomic_load_n(&w->stats.preemptions_deferred,
+							   __ATOMIC_RELAXED);
+			w->stall_reported = false;
 			continue;
 		}
 		pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_RELAXED);
@@ -143,6 +147,7 @@ static bool tick(uint64_t now, uint64_t slice_ns)
 
 		if (!tid)
 			continue;
+		xf__stall_check(w, cur, tid, now, wants);
 		if (!blocked && now - w->tick_since_ns < slice_ns) {
 			/* Its slice goes on, with fibers that could run elsewhere
 			 * queued behind it: a parked worker is woken to ask for
@@ -237,7 +242,11 @@ static void *ticker_main(void *arg)
 
 int xf__ticker_start(void)
 {
-	int err = pthread_create(&ticker.thread, NULL, ticker_main, NULL);
+	int err = xf__stall_configure();
+
+	if (err)
+		return err;
+	err = pthread_create(&ticker.thread, NULL, ticker_main, NULL);
 
 	ticker.started = !err;
 	return err;

@@ -368,6 +368,20 @@ static bool switch_frame_valid(const struct xf_fiber *f)
 	return base && sp >= base && sp + XF_CTX_SIZE <= base + f->stack.size;
 }
 
+/* The end of a fiber's entry: where it began, and an empty line. */
+static void out_origin(struct out *o, const struct xf_fiber *f)
+{
+	if (f->fn) {
+		out_printf(o, "    entry ");
+		out_address(o, (uintptr_t)f->fn, true);
+	}
+	if (f->spawn_site) {
+		out_printf(o, "    spawned at ");
+		out_address(o, (uintptr_t)f->spawn_site, false);
+	}
+	out_printf(o, "\n");
+}
+
 static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber *self)
 {
 	unsigned worker = 0;
@@ -426,15 +440,7 @@ static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber 
 	} else {
 		out_printf(o, "    (no backtrace: it runs on another thread)\n");
 	}
-	if (f->fn) {
-		out_printf(o, "    entry ");
-		out_address(o, (uintptr_t)f->fn, true);
-	}
-	if (f->spawn_site) {
-		out_printf(o, "    spawned at ");
-		out_address(o, (uintptr_t)f->spawn_site, false);
-	}
-	out_printf(o, "\n");
+	out_origin(o, f);
 }
 
 /* Every live user fiber, in arena order. */
@@ -526,6 +532,30 @@ int xf_dump(int fd)
 	err = o.buf ? write_all(fd, o.buf, o.len, self != NULL) : ENOMEM;
 	free(o.buf);
 	return err;
+}
+
+void xf__stall_write(const struct xf__worker *w, const struct xf_fiber *f, const char *what,
+		     const uintptr_t *pc, unsigned nr)
+{
+	struct out o = {0};
+
+	out_printf(&o, "xfiber: worker %u (thread %d) %s: it is stuck in code that cannot be "
+		       "preempted (XFIBER_STALL_MS=off silences this)\n",
+		   w->id, w->tid, what);
+	out_printf(&o, "fiber %lu", (unsigned long)f->id);
+	if (f->name)
+		out_printf(&o, " \"%s\"", f->name);
+	out_printf(&o, " [running on worker %u (thread %d)]:\n", w->id, w->tid);
+	for (unsigned i = 0; i < nr; i++) {
+		out_printf(&o, "    #%-2u ", i);
+		out_address(&o, pc[i], i == 0); /* the first: the interrupted instruction */
+	}
+	if (!nr)
+		out_printf(&o, "    (no backtrace: the thread did not answer)\n");
+	out_origin(&o, f);
+	if (o.buf)
+		write_all(STDERR_FILENO, o.buf, o.len, false);
+	free(o.buf);
 }
 
 /* --- the dump signal --- */

@@ -312,6 +312,8 @@ struct xf__worker {
 	/* The ticker's view, written by the ticker only. */
 	uint64_t tick_switches; /* stats.switches when last looked at */
 	uint64_t tick_since_ns; /* when that count last changed */
+	uint64_t tick_deferred; /* stats.preemptions_deferred then */
+	bool stall_reported;	/* since then (preempt/stall.c) */
 
 	/* This thread's std::call_once pointers, or NULL (sched/cxx.c). */
 	void **once_callable, **once_call;
@@ -369,6 +371,12 @@ void xf__dump_signal_stop(void);
 /* In a fork's child: the parent's dump thread and pipe are not its own; the
  * signal dumps nothing there. */
 void xf__dump_signal_fork_child(void);
+
+/* The stall report (preempt/stall.c) on stderr: worker w, which `what`
+ * describes, runs f, whose backtrace from the interrupted code is pc[0..nr)
+ * (nr 0: none was captured). */
+void xf__stall_write(const struct xf__worker *w, const struct xf_fiber *f, const char *what,
+		     const uintptr_t *pc, unsigned nr);
 
 /* How an idle worker sleeps (xf__worker.parked): the kicker wakes it so. */
 enum { XF_AWAKE, XF_PARKED_FUTEX, XF_PARKED_POLLER };
