@@ -32,6 +32,10 @@
 #include "sched/sched.h"
 
 #define STALL_DEFAULT_MS 2000
+/* Deferred preemptions that make a stall: the ticker re-sends one every
+ * tick while others wait (thousands in a real stall); a fiber that merely
+ * has not switched since the runtime started has seen one or two. */
+#define STALL_DEFERRED_MIN 16
 #define CAPTURE_WAIT_NS	 (200 * 1000 * 1000ull)
 
 static uint64_t stall_ns; /* 0: no reports */
@@ -152,7 +156,7 @@ void xf__stall_check(struct xf__worker *w, struct xf_fiber *cur, pid_t tid, uint
 	char what[160];
 
 	if (!stall_ns || w->stall_reported || !others_wait || now - w->tick_since_ns < stall_ns ||
-	    deferred == w->tick_deferred)
+	    deferred - w->tick_deferred < STALL_DEFERRED_MIN)
 		return;
 	w->stall_reported = true;
 	nr = capture_from(w, tid);

@@ -127,7 +127,8 @@ static bool tick(uint64_t now, uint64_t slice_ns)
 		waiting |= wants;
 		/* cur may be finishing on its worker right now: compared, and
 		 * read below only for a hint. */
-		if (switches != w->tick_switches || !cur || cur == w->idle) {
+		/* tick_since_ns 0: the first look at this worker. */
+		if (switches != w->tick_switches || !cur || cur == w->idle || !w->tick_since_ns) {
 			w->tick_switches = switches;
 			w->tick_since_ns = now;
 			w->tick_deferred = __atomic_load_n(&w->stats.preemptions_deferred,
