@@ -4,7 +4,7 @@
  * every iteration of a loop that makes no calls, so a preemption at any
  * instruction is caught at once.
  *
- * uint64_t xf_test_spin(const struct xf__regs *want,  rdi
+ * uint64_t xf_test_spin(const struct xf__regs want[2], rdi
  *                       struct xf__regs *got,         rsi
  *                       unsigned classes,             edx  XF_REGS_* bits
  *                       uint64_t iterations,          rcx
@@ -12,8 +12,15 @@
  *                       int64_t *child)               r9   fork: the child's pid
  * Returns 0 when every iteration matched, else the failing iteration + 1
  * with `got` holding what the registers held.  With SPIN_FORK the loop
- * forks halfway; the child checks the rest of the iterations and leaves
- * with exit_group(0), or exit_group(3) on a mismatch.
+ * forks halfway; the child checks the rest of the iterations against
+ * want[1] and leaves with exit_group(0), or exit_group(3) on a mismatch.
+ * want[1] is want[0] as Linux hands it to a forked child: every register
+ * kept but TILEDATA, which starts in its init state - zero - because the
+ * kernel treats dynamic features as caller-saved across fork and clone
+ * (arch/x86/kernel/fpu/core.c, fpu_clone(): "Assume all dynamic features
+ * to be defined as caller-saved"; selftests/x86/amx.c, test_fork():
+ * "TILEDATA registers are not preserved across fork()").  TILECFG is not
+ * dynamic, and is kept.
  *
  * Layout of struct xf__regs: src/xstate/regs.h.  The x87 stack is read
  * with FXSAVE (which leaves it alone) into a scratch area on our stack.
@@ -94,7 +101,8 @@ xf_test_spin:
 	syscall
 	testq	%rax, %rax
 	jnz	3f
-	movl	$1, %r9d			/* the child goes on checking */
+	movl	$1, %r9d			/* the child goes on checking, */
+	addq	$XF_REGS_SIZE, %r12		/* against want[1] */
 	jmp	2f
 3:	movq	%rax, (%rbp)			/* the parent records the pid */
 2:

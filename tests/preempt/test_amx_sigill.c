@@ -2,6 +2,17 @@
  * test_amx_sigill.c - a fiber that uses tiles without permission dies of
  * SIGILL with a message naming the fiber and what to set; on a CPU without
  * AMX the message says so instead.
+ *
+ * What faults, as Linux has it: only an instruction that touches tile data
+ * (XTILEDATA, feature 18, the one dynamic feature, armed in XFD until
+ * ARCH_REQ_XCOMP_PERM).  TILECFG (feature 17) is permitted from the start
+ * (ARCH_GET_XCOMP_PERM reports 0x200e7 on such a machine), so LDTILECFG
+ * alone runs fine; the kernel's #NM handler answers the XFD fault of a task
+ * without permission with SIGILL, ILL_ILLOPC (arch/x86/kernel/traps.c,
+ * handle_xfd_event(); selftests/x86/amx.c, handle_noperm(), which loads
+ * tile data with XRSTOR to provoke it).  So the fiber configures the tiles,
+ * then zeroes one: TILEZERO is the instruction that must die.  Without AMX
+ * at all, LDTILECFG itself is undefined (#UD, SIGILL).
  */
 #include <signal.h>
 #include <string.h>
@@ -13,10 +24,13 @@
 
 static void *use_tiles(void *arg)
 {
-	static const unsigned char cfg[64] __attribute__((aligned(64))) = {1};
+	/* Palette 1, tile 0: 16 rows of 64 bytes, a tile TILEZERO may use. */
+	static const unsigned char cfg[64]
+	    __attribute__((aligned(64))) = {[0] = 1, [16] = 64, [48] = 16};
 
 	(void)arg;
-	__asm__ volatile("ldtilecfg %0" ::"m"(cfg));
+	__asm__ volatile("ldtilecfg %0" ::"m"(cfg)); /* allowed: TILECFG needs no permission */
+	__asm__ volatile("tilezero %%tmm0" ::: "memory"); /* tile data: SIGILL */
 	return NULL;
 }
 

@@ -10,13 +10,32 @@
  *             handler clobbers every vector, opmask and x87 register
  *   syscalls  a getppid system call in every iteration
  *   fork      each spinner forks once, mid-loop; the child checks its copy
+ *             as Linux gives it: every register kept, but tile data zero
+ *             (the kernel's fork treats TILEDATA as caller-saved; the
+ *             spinner's header cites the kernel's code and selftest)
  * It fails on the first mismatch with the class, register, expected and
  * actual value.  Then: errno survives preemption, the counters match what
  * happened, spinners move between workers (at their voluntary switches)
  * but a preempted fiber always resumes on the worker it was interrupted
  * on, and each worker keeps its own sigaltstack.
  *
- * usage: test_preempt CLASS MODE [SLICE_US] [MILLISECONDS]
+ * Moving between workers: a preempted fiber never moves (its registers -
+ * thread-local addresses among them - belong to the thread it was
+ * interrupted on; preempt/signal.c), and the scheduler moves a runnable
+ * fiber only to a worker that ran dry or lags by two queued fibers.  With
+ * four spinners per worker, that happens when all four of a worker's
+ * spinners sleep at once, which is the rarer the longer a chunk takes: a
+ * spinner sleeps once per 8 chunks, so the chance is the fourth power of
+ * the time it spends asleep.  AMX chunks (8 KB of tiles compared per
+ * iteration, ~6x AVX-512's) on a loaded machine made it so rare that
+ * preempt.amx.{signals,syscalls} ran 30 s without a move (issue 26).  So
+ * past the time asked, a spinner that has not moved yet moves on purpose:
+ * it waits for a fiber pinned to the other worker to wake it, and a woken
+ * fiber joins its waker's queue.  preempt.avx512.longchunk runs AVX-512
+ * with AMX-length chunks (400,000 iterations, ~50 ms here), and ran 30 s
+ * without a move beside a CPU hog before.
+ *
+ * usage: test_preempt CLASS MODE [SLICE_US] [MILLISECONDS] [CHUNK]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,7 +58,7 @@
 #define SPINNERS_PER_WORKER 4
 #define SPINNERS	    (WORKERS * SPINNERS_PER_WORKER)
 #define ERRNO_FIBERS	    2
-#define CHUNK		    4000
+#define CHUNK		    4000 /* iterations per call of the spinner, unless asked */
 
 #define SPIN_GETPPID 1
 #define SPIN_FORK    2
@@ -48,13 +67,15 @@ uint64_t xf_test_spin(const struct xf__regs *want, struct xf__regs *got, unsigne
 		      uint64_t iterations, uint64_t flags, int64_t *child);
 
 static unsigned classes;
-static uint64_t spin_flags;
+static uint64_t spin_flags, chunk = CHUNK;
+static xf_chan *movers[WORKERS]; /* each to a fiber pinned to that worker */
+static atomic_uint moved_on_purpose;
 static atomic_bool stop, want_migration;
 static pid_t worker_tid[WORKERS];
 static void *worker_altstack[WORKERS];
 
 struct spinner {
-	struct xf__regs *want, *got;
+	struct xf__regs *want, *got; /* want[0] here, want[1] in a forked child */
 	uint64_t chunks;
 	unsigned workers_seen;
 	int64_t child;
@@ -86,6 +107,44 @@ static void check_altstack(void)
 			     w, ss.ss_sp, worker_altstack[w]);
 }
 
+/* The worker the calling fiber runs on, read where it cannot move. */
+static int worker_now(void)
+{
+	int w;
+
+	xf_preempt_disable();
+	w = xf_worker_id();
+	xf_preempt_enable();
+	return w;
+}
+
+/* Blocks until a fiber pinned to the other worker wakes it, there.  Not
+ * always: a post that comes before the wait is not a wake-up, and a fiber
+ * woken while still switching out goes home first; the next chunk tries
+ * again. */
+static void move_away(void)
+{
+	xf_sem woken, *p = &woken;
+	int from = worker_now();
+
+	CHECK_ERR(xf_sem_init(&woken, 0), 0);
+	CHECK_ERR(xf_chan_send(movers[(from + 1) % WORKERS], &p), 0);
+	CHECK_ERR(xf_sem_wait(&woken), 0);
+	CHECK_ERR(xf_sem_destroy(&woken), 0);
+	if (worker_now() != from)
+		atomic_fetch_add(&moved_on_purpose, 1);
+}
+
+/* Pinned to worker w: wakes whoever asks, until its channel closes. */
+static void *mover(void *arg)
+{
+	xf_sem *s;
+
+	while (xf_chan_recv(movers[(intptr_t)arg], &s) == 0)
+		CHECK_ERR(xf_sem_post(s), 0);
+	return NULL;
+}
+
 static void *spinner(void *arg)
 {
 	struct spinner *s = arg;
@@ -97,7 +156,7 @@ static void *spinner(void *arg)
 
 		if (s->chunks)
 			flags &= ~(uint64_t)SPIN_FORK; /* fork in the first chunk only */
-		bad = xf_test_spin(s->want, s->got, classes, CHUNK, flags, &s->child);
+		bad = xf_test_spin(s->want, s->got, classes, chunk, flags, &s->child);
 		if (bad) {
 			if (xf__regs_compare(s->want, s->got, classes, msg, sizeof(msg)) == 0)
 				snprintf(msg, sizeof(msg), "a register changed and changed back");
@@ -120,11 +179,11 @@ static void *spinner(void *arg)
 		 * preempted ones, frames and all, from each other. */
 		if ((s->chunks + (uint64_t)s->index) % 8 == 0)
 			xf_sleep_ns(500000u * (1 + (unsigned)s->index % 4));
-		/* Past the time asked with no spinner moved yet (a loaded machine,
-		 * qemu's TCG): yield too, for a fiber that yielded may be stolen,
-		 * one preempted may not. */
-		else if (atomic_load_explicit(&want_migration, memory_order_relaxed))
-			xf_yield();
+		/* Past the time asked with no spinner moved yet (long chunks, a
+		 * loaded machine, qemu's TCG): move on purpose. */
+		else if (atomic_load_explicit(&want_migration, memory_order_relaxed) &&
+			 __builtin_popcount(s->workers_seen) == 1)
+			move_away();
 	}
 	return NULL;
 }
@@ -208,7 +267,7 @@ static void *probe(void *arg)
 int main(int argc, char **argv)
 {
 	struct spinner sp[SPINNERS];
-	xf_fiber *f[SPINNERS], *ef[ERRNO_FIBERS];
+	xf_fiber *f[SPINNERS], *ef[ERRNO_FIBERS], *mv[WORKERS];
 	unsigned slice = argc > 3 ? (unsigned)atoi(argv[3]) : 100;
 	unsigned ms = argc > 4 ? (unsigned)atoi(argv[4]) : 1000;
 	const char *mode;
@@ -218,7 +277,9 @@ int main(int argc, char **argv)
 	xf_stats st;
 
 	if (argc < 3)
-		xf_test_fail("usage: test_preempt CLASS MODE [SLICE_US] [MILLISECONDS]");
+		xf_test_fail("usage: test_preempt CLASS MODE [SLICE_US] [MILLISECONDS] [CHUNK]");
+	if (argc > 5 && !(chunk = strtoull(argv[5], NULL, 10)))
+		xf_test_fail("CHUNK must be a positive number of iterations, not '%s'", argv[5]);
 	classes = xf_test_parse_class(argv[1]);
 	mode = argv[2];
 	if ((xf__regs_classes_available() & classes) != classes)
@@ -240,6 +301,8 @@ int main(int argc, char **argv)
 		attr.worker = w;
 		CHECK_ERR(xf_spawn(&p, probe, (void *)(intptr_t)w, &attr), 0);
 		CHECK_ERR(xf_join(p, NULL), 0);
+		CHECK_ERR(xf_chan_create(&movers[w], sizeof(xf_sem *), SPINNERS), 0);
+		CHECK_ERR(xf_spawn(&mv[w], mover, (void *)(intptr_t)w, &attr), 0);
 	}
 	CHECK(worker_altstack[0] != worker_altstack[1]);
 
@@ -256,10 +319,12 @@ int main(int argc, char **argv)
 	/* Spawned from worker 0: the other worker has to steal half of them. */
 	for (int i = 0; i < SPINNERS; i++) {
 		sp[i] = (struct spinner){.index = i, .child = -1};
-		sp[i].want = aligned_alloc(64, sizeof(struct xf__regs));
+		sp[i].want = aligned_alloc(64, 2 * sizeof(struct xf__regs));
 		sp[i].got = aligned_alloc(64, sizeof(struct xf__regs));
 		CHECK(sp[i].want && sp[i].got);
 		xf__regs_randomize(sp[i].want, 1000 + (uint64_t)i);
+		sp[i].want[1] = sp[i].want[0];
+		memset(sp[i].want[1].tiles, 0, sizeof(sp[i].want[1].tiles));
 		CHECK_ERR(xf_spawn(&f[i], spinner, &sp[i], NULL), 0);
 	}
 	for (int i = 0; i < ERRNO_FIBERS; i++)
@@ -292,6 +357,11 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < ERRNO_FIBERS; i++)
 		CHECK_ERR(xf_join(ef[i], NULL), 0);
+	for (int w = 0; w < WORKERS; w++) {
+		CHECK_ERR(xf_chan_close(movers[w]), 0);
+		CHECK_ERR(xf_join(mv[w], NULL), 0);
+		CHECK_ERR(xf_chan_destroy(movers[w]), 0);
+	}
 	if (!strcmp(mode, "signals"))
 		pthread_join(sender, NULL);
 	CHECK_ERR(xf_stats_get(&st), 0);
@@ -300,14 +370,14 @@ int main(int argc, char **argv)
 
 	printf("class %s, mode %s, slice %u us: %lu preemptions (%lu deferred, %lu idle ticks), "
 	       "%lu resumed from their frame, %lu on another worker, %lu frame bytes, "
-	       "%u spinners migrated, %lu app signals\n",
+	       "%u spinners migrated (%u of them on purpose), %lu app signals\n",
 	       argv[1], mode, slice, (unsigned long)st.total.preemptions,
 	       (unsigned long)st.total.preemptions_deferred,
 	       (unsigned long)st.total.preemption_ticks_idle,
 	       (unsigned long)st.total.state_copies_avoided,
 	       (unsigned long)st.total.preempted_migrations,
 	       (unsigned long)st.total.frame_xstate_bytes, migrated,
-	       (unsigned long)atomic_load(&app_signals));
+	       atomic_load(&moved_on_purpose), (unsigned long)atomic_load(&app_signals));
 	/* The counters match what happened. */
 	if (st.total.preemptions < 10)
 		xf_test_fail("only %lu preemptions: the registers were hardly tested",

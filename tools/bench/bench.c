@@ -107,6 +107,10 @@ struct xf_bench_row *xf_bench_plan_add(struct xf_bench_plan *plan, const struct 
 	vsnprintf(row->name, sizeof(row->name), fmt, ap);
 	va_end(ap);
 	xf_bench_describe_pinning(row);
+	/* AMX rows exist where AMX does not, saying so (states_wanted). */
+	if (p->state == XF_STATE_AMX && xf_bench_state_unavailable(XF_STATE_AMX))
+		snprintf(row->skip, sizeof(row->skip), "no AMX: %s",
+			 xf_bench_state_unavailable(XF_STATE_AMX));
 	return row;
 }
 
@@ -130,7 +134,10 @@ unsigned xf_bench_states_wanted(const struct xf_bench_opts *o)
 		if (!xf_bench_state_unavailable(s))
 			mask |= 1u << s;
 	}
-	return mask;
+	/* AMX rows are planned everywhere, and skipped with the reason where
+	 * this machine has none (xf_bench_plan_add): a table shows what it
+	 * could not measure. */
+	return mask | 1u << XF_STATE_AMX;
 }
 
 /* The slot for key: the existing one, or a new one set to 0. */

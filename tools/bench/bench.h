@@ -68,6 +68,7 @@ struct xf_bench_params {
 	int ncpus;     /* 1: all on cpu[0]; 2: the two tasks (or the set) on both */
 	int cpu[2];
 	enum xf_bench_state state; /* registers dirtied around each operation */
+	bool release_tiles; /* then TILERELEASE: dead tiles back to init (fiber preemption rows) */
 	unsigned groups, loops, size, fds;
 };
 
@@ -179,7 +180,8 @@ struct xf_bench_row *xf_bench_plan_add(struct xf_bench_plan *plan, const struct 
 /* Writes the pinning description of p into row->pinning. */
 void xf_bench_describe_pinning(struct xf_bench_row *row);
 
-/* The states to run: those asked for, or every one this machine has. */
+/* The states to run: those asked for, or every one this machine has, and
+ * AMX, whose rows say why they are skipped where it has none. */
 unsigned xf_bench_states_wanted(const struct xf_bench_opts *o);
 
 /* Records a number for the JSON "extra" object of a run (replacing one of

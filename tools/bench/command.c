@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/sig.h"
 #include "bench/compare.h"
 #include "bench/plot.h"
 #include "bench/report.h"
@@ -532,6 +533,10 @@ static int bench_run(int argc, char **argv)
 		return run_compare(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "plot"))
 		return run_plot(argc, argv);
+	/* Internal: the sig workload's AMX rows run each phase in a fresh
+	 * process this way (sig.c). */
+	if (argc >= 2 && !strcmp(argv[1], "amx-sig-probe"))
+		return xf_bench_amx_sig_probe(argc - 1, argv + 1);
 	if (parse_args(&c, argc, argv) || check_applicable(&c))
 		return 2;
 	if (settle(&c))

@@ -181,7 +181,8 @@ static void pair_init(struct xf_fb_pair *pp, const struct xf_bench_params *p, st
 				  .pid = getpid(),
 				  .tid = (int)syscall(SYS_gettid),
 				  .sig = SIGURG,
-				  .siginfo = &forced_tick};
+				  .siginfo = &forced_tick,
+				  .release_tiles = p->release_tiles};
 }
 
 /* Starts the runtime pinned as p says, runs `warm` round trips of a kind
@@ -1076,6 +1077,16 @@ static int plan_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 								   : "preempt-tick",
 					  xf_bench_state_name(st));
 		}
+	}
+	/* Against preempt-switch/amx: the same with the tiles used and given
+	 * back before each preemption - what returning dead state to init
+	 * saves every preemption (the kernel's frame skips 8 KB of TILEDATA). */
+	if (states & (1u << XF_STATE_AMX)) {
+		p.test = FB_SIGNAL_SWITCH;
+		p.state = XF_STATE_AMX;
+		p.release_tiles = true;
+		xf_bench_plan_add(plan, &p, signal_run, "preempt-switch/amx-released");
+		p.release_tiles = false;
 	}
 	/* The last two rows measure time differences that need real run
 	 * lengths: a --quick run would only show noise. */

@@ -27,6 +27,7 @@ struct xf_fb_pair {
 	int pid, tid;	      /* the worker's thread, for self-signals */
 	int sig;
 	const void *siginfo; /* what each self-signal carries (rt_tgsigqueueinfo) */
+	bool release_tiles;  /* TILERELEASE after each dirtying: the tiles were used, and are dead */
 };
 
 /* Partner fibers (xf_spawn them with the pair as argument). */

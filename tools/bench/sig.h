@@ -30,4 +30,8 @@ void xf__bench_sig_handler(int sig, siginfo_t *si, void *uc, uintptr_t entry_sp)
  * returns the TSC ticks taken.  Starts from init state. */
 uint64_t xf_bench_sig_loop(const struct xf__regs *r, unsigned classes, uint64_t n, int sig);
 
+/* `xfiber bench amx-sig-probe PHASE ITERATIONS` (sig.c): one phase of the
+ * AMX signal rows, in a process of its own. */
+int xf_bench_amx_sig_probe(int argc, char **argv);
+
 #endif
