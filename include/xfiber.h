@@ -59,6 +59,11 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+/* Declared here: <netdb.h> defines it only for POSIX or GNU compilation,
+ * and a strict C11 one (gcc -std=c11) would otherwise meet it first inside
+ * xf_getaddrinfo's parameter list. */
+struct addrinfo;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
