@@ -336,8 +336,12 @@ XF_API int xf_setspecific(xf_key key, const void *value);          /* EINVAL, EP
 /* ---------------------------------------------------------------------------
  * Synchronisation.  Each blocks the fiber, never the worker.  The fields are
  * private; initialise with the *_INITIALIZER or the *_init function.
- * Timeouts are relative, in nanoseconds, and give ETIMEDOUT.
+ * Timeouts are relative, in nanoseconds, and give ETIMEDOUT; XF_FOREVER is
+ * none (docs/runtime.md lists each call's meaning of a timeout).
  */
+
+/* A timeout that never ends, accepted by every call that takes one. */
+#define XF_FOREVER UINT64_MAX
 
 typedef struct xf__waitq {
 	uint32_t lock; /* spinlock word */
@@ -465,8 +469,9 @@ XF_API int xf_close(int fd);
  * write_ns (output); 0 = none.  EBADF for a bad fd. */
 XF_API int xf_fd_set_timeout(int fd, uint64_t read_ns, uint64_t write_ns);
 /* Waits until fd is ready for events (POLLIN and/or POLLOUT, on any
- * pollable fd, e.g. one a third-party library owns); timeout_ns 0 =
- * forever.  ETIMEDOUT, EBADF, EINVAL for other events, ECANCELED. */
+ * pollable fd, e.g. one a third-party library owns); timeout_ns 0 or
+ * XF_FOREVER = forever.  ETIMEDOUT, EBADF, EINVAL for other events,
+ * ECANCELED.  From a plain thread too (a poll of the thread). */
 XF_API int xf_fd_wait(int fd, short events, uint64_t timeout_ns);
 /* fn(arg) runs on a helper thread of the blocking pool while the fiber
  * waits; *result (if result is not NULL) gets its return value.  EINVAL

@@ -686,7 +686,12 @@ int xf_fd_wait(int fd, short events, uint64_t timeout_ns)
 	if (!(events & (POLLIN | POLLOUT)) || (events & ~(POLLIN | POLLOUT)))
 		return EINVAL;
 	if (!as_fiber()) {
-		int r = poll(&p, 1, timeout_ns ? (int)(timeout_ns / 1000000u) : -1);
+		/* ppoll: a timeout to the nanosecond (poll's milliseconds made
+		 * 0.5 ms a poll that did not wait), and none for 0 or XF_FOREVER. */
+		struct timespec ts = {(time_t)(timeout_ns / 1000000000u),
+				      (long)(timeout_ns % 1000000000u)};
+		bool forever = !timeout_ns || timeout_ns == XF_FOREVER;
+		int r = ppoll(&p, 1, forever ? NULL : &ts, NULL);
 
 		return r > 0 ? ((p.revents & POLLNVAL) ? EBADF : 0) : r == 0 ? ETIMEDOUT : xf__errno_get();
 	}

@@ -580,6 +580,66 @@ static void test_timeout(void)
 	CHECK_ERR(xf_shutdown(), 0);
 }
 
+/* --- xf_fd_wait from a plain thread --- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int twfd[2];
+
+static void *writes_later(void *arg)
+{
+	(void)arg;
+	usleep(10000);
+	CHECK(write(twfd[1], "x", 1) == 1);
+	return NULL;
+}
+
+/* A timeout below a millisecond is waited for, not rounded to a poll that
+ * does not wait; XF_FOREVER and 0 wait for the data. */
+static void *thread_waits(void *arg)
+{
+	pthread_t writer;
+	char c;
+
+	(void)arg;
+	CHECK(pipe(twfd) == 0);
+	for (uint64_t t = 500000; t <= 2500000; t += 1000000) {
+		uint64_t t0 = mono_ns(), took;
+
+		CHECK_ERR(xf_fd_wait(twfd[0], POLLIN, t), ETIMEDOUT);
+		took = mono_ns() - t0;
+		if (took < t)
+			xf_test_fail("xf_fd_wait(%lu ns) from a plain thread returned after %lu ns",
+				     (unsigned long)t, (unsigned long)took);
+	}
+	for (int forever = 0; forever < 2; forever++) {
+		CHECK(pthread_create(&writer, NULL, writes_later, NULL) == 0);
+		CHECK_ERR(xf_fd_wait(twfd[0], POLLIN, forever ? XF_FOREVER : 0), 0);
+		CHECK(read(twfd[0], &c, 1) == 1);
+		pthread_join(writer, NULL);
+	}
+	close(twfd[0]);
+	close(twfd[1]);
+	return NULL;
+}
+
+static void test_thread_wait(void)
+{
+	pthread_t t;
+
+	thread_waits(NULL); /* no runtime */
+	start(1000);
+	CHECK(pthread_create(&t, NULL, thread_waits, NULL) == 0); /* beside one */
+	pthread_join(t, NULL);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
 /* --- close --- */
 
 static int cfd[2];
@@ -1288,6 +1348,7 @@ int main(int argc, char **argv)
 	    {"busy", test_busy},	 {"timeout", test_timeout},	  {"close", test_close},
 	    {"race", test_race},	 {"blocking", test_blocking},	  {"cross", test_cross},
 	    {"inherited", test_inherited}, {"errors", test_errors},	  {"file", test_file},	  {"multi", test_multi}, {"posix", test_posix}, {"behind", test_behind},
+	    {"thread_wait", test_thread_wait},
 	};
 
 	if (argc < 2)
