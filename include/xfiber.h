@@ -283,7 +283,10 @@ XF_API int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_att
 /* Waits for f to finish and frees it; *result (if result is non-NULL) gets
  * its return value.  EDEADLK for a self-join; EINVAL for a detached fiber or
  * one another fiber is already joining; ESRCH for a handle that is not a
- * live fiber; EPERM outside a fiber. */
+ * live fiber - one already joined, or a detached one that finished, even
+ * after a new fiber has reused its memory (a handle carries a generation:
+ * compare handles with ==, but do not dereference them); EPERM outside a
+ * fiber. */
 XF_API int xf_join(xf_fiber *f, void **result);
 
 /* Lets f free itself when it finishes.  EINVAL if already detached or being

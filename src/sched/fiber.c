@@ -12,9 +12,10 @@
  *
  * Fiber structures come from bounded per-worker caches (XF_FIBER_CACHE)
  * that trade batches with a global arena, and never go back to malloc
- * while the runtime runs, so a stale handle
- * reads a magic number, not freed memory (ESRCH) - until the structure is
- * reused by a later spawn.
+ * while the runtime runs, so a stale handle reads a magic number, not
+ * freed memory (ESRCH); once a later spawn reuses the structure, the
+ * generation the handle carries no longer matches it (xf__handle), and
+ * that is ESRCH too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -94,8 +95,10 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 	pthread_mutex_unlock(&xf__fiber_arena.lock);
 	for (int i = XF_ARENA_CHUNK - 1; i > 0; i--) {
 		chunk[i].magic = XF_FIBER_FREED;
+		chunk[i].gen = 0;
 		cache_push(w, &chunk[i]);
 	}
+	chunk[0].gen = 0;
 	return &chunk[0];
 }
 
@@ -105,6 +108,7 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 void xf__fiber_free(struct xf__worker *w, struct xf_fiber *f)
 {
 	f->magic = XF_FIBER_FREED;
+	f->gen++; /* every handle of it is stale from now on */
 	if (unlikely(f->name)) {
 		free(f->name); /* the handle is dead: no reader may hold it now */
 		f->name = NULL;
@@ -247,11 +251,14 @@ static int copy_name(struct xf_fiber *f, const char *name)
 static int fiber_create(struct xf__worker *w, const xf_attr *attr, struct xf_fiber **out)
 {
 	struct xf_fiber *f = xf__fiber_alloc(w);
+	uint16_t gen;
 	int err;
 
 	if (!f)
 		return ENOMEM;
+	gen = f->gen;
 	zero_fiber(f);
+	f->gen = gen;
 	err = xf__stack_get(w, attr->stack_size ? attr->stack_size : xf__rt.stack_size, &f->stack);
 	if (err) {
 		xf__fiber_free(w, f);
@@ -315,7 +322,7 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 	count_up(&w->spawned);
 	XF_PROBE3(fiber__create, f->id, f, w->id);
 	if (out)
-		*out = f;
+		*out = xf__handle(f);
 	xf__wake(f);
 	xf__preempt_enable();
 	return 0;
@@ -376,29 +383,35 @@ void xf_exit(void *result)
 	xf__fiber_exit(self, result);
 }
 
-static int check_handle(const struct xf_fiber *f)
+/* The fiber a handle names, for a join or a detach: EINVAL for NULL and
+ * the first fiber (it ends only with the process), ESRCH for one gone. */
+static int check_handle(const xf_fiber *h, struct xf_fiber **out)
 {
-	if (!f)
+	struct xf_fiber *f;
+
+	if (!h)
 		return EINVAL;
-	if (f->magic != XF_FIBER_MAGIC)
+	f = xf__handle_fiber(h);
+	if (!f)
 		return ESRCH;
 	if (f->flags & (XF_FIBER_F_FIRST | XF_FIBER_F_IDLE))
-		return EINVAL; /* the first fiber ends only with the process */
+		return EINVAL;
+	*out = f;
 	return 0;
 }
 
-int xf_join(xf_fiber *f, void **result)
+int xf_join(xf_fiber *h, void **result)
 {
 	struct xf_fiber *self = xf__current();
-	struct xf_fiber *expected = NULL;
+	struct xf_fiber *expected = NULL, *f;
 	int expected_state = XF_DETACH_JOINABLE;
 	int err;
 
 	if (!self)
 		return EPERM;
-	if (f == self)
+	if (h && xf__handle_fiber(h) == self)
 		return EDEADLK;
-	err = check_handle(f);
+	err = check_handle(h, &f);
 	if (err)
 		return err;
 	if (xf__preempt_disabled_beyond(0) &&
@@ -421,11 +434,11 @@ int xf_join(xf_fiber *f, void **result)
 	return 0;
 }
 
-int xf_detach(xf_fiber *f)
+int xf_detach(xf_fiber *h)
 {
-	struct xf_fiber *expected = NULL;
+	struct xf_fiber *expected = NULL, *f;
 	int expected_state = XF_DETACH_JOINABLE;
-	int err = check_handle(f);
+	int err = check_handle(h, &f);
 
 	if (err)
 		return err;
@@ -442,29 +455,35 @@ int xf_detach(xf_fiber *f)
 
 xf_fiber *xf_self(void)
 {
-	return xf__self();
+	return xf__handle(xf__self());
 }
 
-uint64_t xf_fiber_id(const xf_fiber *f)
+uint64_t xf_fiber_id(const xf_fiber *h)
 {
-	return f && f->magic == XF_FIBER_MAGIC ? f->id : 0;
+	const struct xf_fiber *f = xf__handle_fiber(h);
+
+	return f ? f->id : 0;
 }
 
-const char *xf_fiber_name(const xf_fiber *f)
+const char *xf_fiber_name(const xf_fiber *h)
 {
+	const struct xf_fiber *f = xf__handle_fiber(h);
 	const char *name;
 
-	if (!f || f->magic != XF_FIBER_MAGIC)
+	if (!f)
 		return NULL;
 	name = __atomic_load_n(&f->name, __ATOMIC_ACQUIRE);
 	return name ? name : "";
 }
 
-int xf_fiber_set_name(xf_fiber *f, const char *name)
+int xf_fiber_set_name(xf_fiber *h, const char *name)
 {
-	if (!f)
+	struct xf_fiber *f;
+
+	if (!h)
 		return EINVAL;
-	if (f->magic != XF_FIBER_MAGIC)
+	f = xf__handle_fiber(h);
+	if (!f)
 		return ESRCH;
 	if (!name && !f->name)
 		return 0;

@@ -121,6 +121,7 @@ struct xf_fiber {
 	 * wait_object. */
 	uint8_t wait_kind;
 	bool exiting; /* it called its exit: its stack goes at the next switch */
+	_Atomic bool cancelled; /* xf_cancel: its cancellable waits end with ECANCELED */
 	int saved_errno;
 	/* xf__rt.fork_gen when it was made: in a forked child, the parent's
 	 * other fibers are gone, and nothing may wake them (xf__wait_claim). */
@@ -162,6 +163,11 @@ struct xf_fiber {
 	/* Locks its thread owns that it holds (sync/pthread.c), malloc'd by the
 	 * first such lock: few fibers ever hold one. */
 	uint16_t owned_nr, owned_cap;
+	/* Bumped each time the structure is freed: the API's handles carry it
+	 * (xf__handle), so a handle kept past its fiber's end no longer
+	 * matches once a new fiber reuses the structure.  Kept across the
+	 * zeroing of a spawn. */
+	uint16_t gen;
 	const void **owned;
 
 	/* The C++ runtime's state, per fiber (sched/cxx.c). */
@@ -236,6 +242,30 @@ struct xf__fiber_arena {
 	struct xf_fiber *free_list; /* fibers freed outside any worker */
 };
 extern struct xf__fiber_arena xf__fiber_arena;
+
+/* A fiber's handle as the API gives it out: its address with its
+ * structure's generation in the top 16 bits, which x86-64 user addresses
+ * leave clear.  xf__handle_fiber() turns one back, or returns NULL for a
+ * handle whose fiber is gone: freed (the magic says so), or freed and its
+ * structure reused (the generation differs), which a bare address could
+ * not tell from the new fiber. */
+#define XF_HANDLE_GEN_SHIFT 48
+#define XF_HANDLE_ADDR_MASK ((UINT64_C(1) << XF_HANDLE_GEN_SHIFT) - 1)
+
+static inline xf_fiber *xf__handle(const struct xf_fiber *f)
+{
+	return f ? (xf_fiber *)((uintptr_t)f | (uintptr_t)f->gen << XF_HANDLE_GEN_SHIFT) : NULL;
+}
+
+static inline struct xf_fiber *xf__handle_fiber(const xf_fiber *h)
+{
+	struct xf_fiber *f = (struct xf_fiber *)((uintptr_t)h & XF_HANDLE_ADDR_MASK);
+
+	if (!f || __atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != XF_FIBER_MAGIC ||
+	    f->gen != (uint16_t)((uintptr_t)h >> XF_HANDLE_GEN_SHIFT))
+		return NULL;
+	return f;
+}
 
 /* Whether f must run on its home worker: pinned, or holding a lock that
  * belongs to that worker's thread. */

@@ -232,6 +232,21 @@ int main(void)
 	CHECK_ERR(xf_join(f, NULL), ESRCH); /* freed by the first join */
 	CHECK_ERR(xf_detach(f), ESRCH);
 	CHECK(xf_fiber_id(f) == 0);
+	/* A handle kept past its fiber's end, whose structure a new fiber
+	 * reuses, names no live fiber: it neither joins nor frees the new one
+	 * (issue 28: it did both). */
+	{
+		xf_fiber *stale = f, *b;
+
+		CHECK_ERR(xf_spawn(&b, identity, (void *)2, NULL), 0);
+		CHECK(b != stale);
+		CHECK_ERR(xf_join(stale, &r), ESRCH);
+		CHECK_ERR(xf_detach(stale), ESRCH);
+		CHECK(xf_fiber_id(stale) == 0 && xf_fiber_name(stale) == NULL);
+		CHECK_ERR(xf_fiber_set_name(stale, "x"), ESRCH);
+		CHECK_ERR(xf_join(b, &r), 0);
+		CHECK(r == (void *)2);
+	}
 	CHECK_ERR(xf_spawn(&f, blocker, &sem, NULL), 0);
 	CHECK_ERR(xf_detach(f), 0);
 	CHECK_ERR(xf_detach(f), EINVAL); /* already detached */

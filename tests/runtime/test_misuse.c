@@ -148,8 +148,8 @@ static void *destroyer(void *arg)
 		/* What its timer does: claim the wait, take the timer out; the
 		 * wake-up comes after the post and the destroy, as it would when
 		 * the waiter's worker is slow to run it. */
-		CHECK(xf__wait_claim(c->waiter, XF_WAIT_TIMEDOUT));
-		xf__timer_cancel(c->waiter);
+		CHECK(xf__wait_claim(xf__handle_fiber(c->waiter), XF_WAIT_TIMEDOUT));
+		xf__timer_cancel(xf__handle_fiber(c->waiter));
 	} else {
 		for (t0 = now_ns(); now_ns() - t0 < 200000;)
 			xf_yield();
@@ -162,7 +162,7 @@ static void *destroyer(void *arg)
 	if (c->forced) {
 		if (err != EBUSY)
 			xf_test_fail("destroyed with a timed-out waiter still to leave (%d)", err);
-		xf__wake(c->waiter);
+		xf__wake(xf__handle_fiber(c->waiter));
 	}
 	while (err == EBUSY) {
 		xf_yield();
