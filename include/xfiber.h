@@ -321,8 +321,27 @@ XF_API int xf_fiber_set_name(xf_fiber *f, const char *name);
 /* The worker the calling fiber runs on right now (0..workers-1), or -1. */
 XF_API int xf_worker_id(void);
 
-/* Sleeps at least ns nanoseconds.  EPERM outside a fiber. */
+/* Sleeps at least ns nanoseconds.  EPERM outside a fiber, ECANCELED in a
+ * cancelled one. */
 XF_API int xf_sleep_ns(uint64_t ns);
+
+/* Cancels f, for good: the cancellable call it is blocked in, and every
+ * later one, returns ECANCELED (the descriptor calls: -1 with errno
+ * ECANCELED) - xf_sleep_ns, xf_join, xf_cond_wait, xf_sem_wait, channel
+ * sends and receives, xf_select, xf_wg_wait, xf_fd_wait and the fiber I/O
+ * calls, and xf_blocking (a job not yet taken by a helper is withdrawn; one
+ * that runs is waited for, as a thread cannot be stopped safely, and its
+ * result is kept).  A timed call with timeout 0 and the try calls, which
+ * never wait, work on; so do xf_mutex_lock and the C library's locks and
+ * sleeps, as pthread_mutex_lock is no cancellation point.  From any fiber
+ * or thread; f may cancel itself.  ESRCH for a handle that is no live
+ * fiber. */
+XF_API int xf_cancel(xf_fiber *f);
+/* Whether the calling fiber has been cancelled (false outside a fiber). */
+XF_API bool xf_cancelled(void);
+/* Cancels every fiber but the caller.  EPERM when the runtime is not
+ * running, ENOMEM. */
+XF_API int xf_cancel_all(void);
 
 /* ---------------------------------------------------------------------------
  * Fiber-local storage, like pthread keys; destructors run at fiber exit.

@@ -129,6 +129,8 @@ int xf_blocking(void *(*fn)(void *), void *arg, void **result)
 
 	if (!fn)
 		return EINVAL;
+	if (xf__cancel_point())
+		return ECANCELED; /* fn does not run */
 	if (!self || (xf__preempt_word_get() & XF_PREEMPT_NESTING)) {
 		void *r = fn(arg); /* not a fiber's call: inline */
 
@@ -167,10 +169,35 @@ int xf_blocking(void *(*fn)(void *), void *arg, void **result)
 		return err;
 	}
 	XF_STAT_INC(xf__this_worker(), blocking_jobs, 1);
-	xf__wait_block(self, 0, NULL, XF_WAIT_ON_BLOCKING_CALL, NULL);
+	if (xf__wait_block(self, 0, NULL, XF_WAIT_ON_BLOCKING_CALL, NULL) == XF_WAIT_CANCELED)
+		return ECANCELED; /* taken back before a helper took it */
 	if (result)
 		*result = j.result;
-	return 0;
+	/* Cancelled while it ran: the result is kept, the call says so. */
+	return xf__cancelled(self) ? ECANCELED : 0;
+}
+
+/* xf_cancel of f, which waits in xf_blocking (sched/cancel.c): its job, if
+ * no helper has taken it yet, leaves the queue and the wait ends. */
+void xf__blocking_cancel(struct xf_fiber *f)
+{
+	struct job **link, *prev = NULL;
+	bool won = false;
+
+	pthread_mutex_lock(&pool.lock);
+	for (link = &pool.head; *link; prev = *link, link = &(*link)->next) {
+		if ((*link)->fiber != f)
+			continue;
+		if (pool.tail == *link)
+			pool.tail = prev;
+		*link = (*link)->next;
+		pool.queued--;
+		won = xf__wait_claim(f, XF_WAIT_CANCELED);
+		break;
+	}
+	pthread_mutex_unlock(&pool.lock);
+	if (won)
+		xf__wake(f);
 }
 
 /* --- regular files and names --- */

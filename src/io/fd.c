@@ -239,12 +239,13 @@ int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns,
 	XF_PROBE3(io__wait, self->id, fd, events);
 	state = xf__wait_block(self, timeout, &e->lock, XF_WAIT_ON_IO, (const void *)(uintptr_t)fd);
 	atomic_fetch_sub_explicit(&xf__io_waiters, 1, memory_order_relaxed);
-	if (state == XF_WAIT_TIMEDOUT) {
+	if (state == XF_WAIT_TIMEDOUT || state == XF_WAIT_CANCELED) {
+		/* Claimed by its timer or a cancel, not by the poller: still linked. */
 		xf__spin_lock(&e->lock);
 		if (me.fiber)
 			unlink_waiter(e, &me);
 		xf__spin_unlock(&e->lock);
-		return ETIMEDOUT;
+		return state == XF_WAIT_TIMEDOUT ? ETIMEDOUT : ECANCELED;
 	}
 	if (state == XF_WAIT_CLOSED)
 		return (me.revents & REVENTS_CANCELED) ? ECANCELED : EBADF;
@@ -334,6 +335,8 @@ int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t
 	}
 	if (state == XF_WAIT_TIMEDOUT)
 		return ETIMEDOUT;
+	if (state == XF_WAIT_CANCELED)
+		return ECANCELED;
 	if (state == XF_WAIT_CLOSED) {
 		for (nfds_t i = 0; i < n || (on_nowhere && i == 0); i++)
 			if (w[i].revents & REVENTS_CANCELED)

@@ -74,7 +74,7 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 	ssize_t r;
 	int err;
 
-	if ((err = xf__fd_enter(e))) {
+	if ((err = xf__cancel_point()) || (err = xf__fd_enter(e))) {
 		xf__errno_set(err);
 		return -1;
 	}
@@ -635,6 +635,10 @@ int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 
 	if (!as_fiber())
 		return poll(fds, n, timeout_ms); /* interposed: the plain call, here */
+	if (xf__cancel_point()) {
+		xf__errno_set(ECANCELED);
+		return -1;
+	}
 	w = calloc(n ? n : 1, sizeof(*w));
 	held = calloc(n ? n : 1, sizeof(*held));
 	if (!w || !held) {
@@ -695,6 +699,8 @@ int xf_fd_wait(int fd, short events, uint64_t timeout_ns)
 
 		return r > 0 ? ((p.revents & POLLNVAL) ? EBADF : 0) : r == 0 ? ETIMEDOUT : xf__errno_get();
 	}
+	if (xf__cancel_point())
+		return ECANCELED;
 	if (timeout_ns)
 		deadline = timeout_ns > UINT64_MAX - xf__now_ns() ? 0 : xf__now_ns() + timeout_ns;
 	e = xf__fd_get(fd);

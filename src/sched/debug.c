@@ -120,6 +120,9 @@ static const struct xf_debug_entry layout_entries[] = {
 	WAIT_KIND(BLOCKING_CALL, "blocking call"),
 	WAIT_KIND(LOCK, "thread lock"),
 	WAIT_KIND(SHUTDOWN, "shutdown"),
+	WAIT_KIND(SELECT, "select"),
+	WAIT_KIND(WG, "wait group"),
+	WAIT_KIND(LIBC_SLEEP, "sleep"),
 	/* The switch frame, from the saved stack pointer (arch/context.h). */
 	VALUE("frame.r15", XF_CTX_R15),
 	VALUE("frame.r14", XF_CTX_R14),
@@ -185,28 +188,32 @@ void xf__world_wait(struct xf__worker *w)
  * their earlier stores are visible here and their later loads see ours.
  * membarrier() where the kernel has it; else changing a page's protection,
  * whose TLB shootdown interrupts every CPU that runs one of our threads. */
-static void heavy_barrier(void)
+void xf__heavy_barrier(void)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static int registered;
 	static char *page;
 
+	pthread_mutex_lock(&lock); /* a dump and cancellers may come at once */
 	if (!registered)
 		registered = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)
 				     ? -1
 				     : 1;
 	if (registered > 0 &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
-		return;
+		goto out;
 	if (!page) {
 		page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (page == MAP_FAILED) {
 			page = NULL;
-			return;
+			goto out;
 		}
 	}
 	*(volatile char *)page = 1; /* present, so that the change must shoot it down */
 	mprotect(page, 4096, PROT_READ);
 	mprotect(page, 4096, PROT_READ | PROT_WRITE);
+out:
+	pthread_mutex_unlock(&lock);
 }
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -214,7 +221,7 @@ static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static void world_stop(void)
 {
 	atomic_store_explicit(&xf__world_stopped, 1, memory_order_seq_cst);
-	heavy_barrier();
+	xf__heavy_barrier();
 	for (unsigned i = 0; i < xf__rt.nr_workers; i++)
 		while (atomic_load_explicit(&xf__rt.workers[i].in_switch, memory_order_acquire))
 			__builtin_ia32_pause(); /* one switch: a few dozen instructions */
@@ -407,7 +414,7 @@ static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber 
 			out_printf(o, "preempted, runnable on worker %d", f->home);
 		else if (atomic_load_explicit(&f->wait_state, memory_order_relaxed) ==
 				 XF_WAIT_WAITING &&
-			 f->wait_kind == XF_WAIT_ON_SLEEP)
+			 (f->wait_kind == XF_WAIT_ON_SLEEP || f->wait_kind == XF_WAIT_ON_LIBC_SLEEP))
 			out_printf(o, "sleeping");
 		else if (atomic_load_explicit(&f->wait_state, memory_order_relaxed) ==
 				 XF_WAIT_WAITING &&

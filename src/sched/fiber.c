@@ -95,10 +95,10 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 	pthread_mutex_unlock(&xf__fiber_arena.lock);
 	for (int i = XF_ARENA_CHUNK - 1; i > 0; i--) {
 		chunk[i].magic = XF_FIBER_FREED;
-		chunk[i].gen = 0;
+		atomic_init(&chunk[i].gen_cancel, 0);
 		cache_push(w, &chunk[i]);
 	}
-	chunk[0].gen = 0;
+	atomic_init(&chunk[0].gen_cancel, 0);
 	return &chunk[0];
 }
 
@@ -108,7 +108,10 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 void xf__fiber_free(struct xf__worker *w, struct xf_fiber *f)
 {
 	f->magic = XF_FIBER_FREED;
-	f->gen++; /* every handle of it is stale from now on */
+	/* Every handle of it is stale from now on, and a cancel of it fails
+	 * (cancel.c); the flag goes with the fiber. */
+	atomic_store_explicit(&f->gen_cancel, (xf__fiber_gen(f) + 1) & XF_GEN_MASK,
+			      memory_order_release);
 	if (unlikely(f->name)) {
 		free(f->name); /* the handle is dead: no reader may hold it now */
 		f->name = NULL;
@@ -251,14 +254,14 @@ static int copy_name(struct xf_fiber *f, const char *name)
 static int fiber_create(struct xf__worker *w, const xf_attr *attr, struct xf_fiber **out)
 {
 	struct xf_fiber *f = xf__fiber_alloc(w);
-	uint16_t gen;
+	unsigned gen;
 	int err;
 
 	if (!f)
 		return ENOMEM;
-	gen = f->gen;
+	gen = xf__fiber_gen(f);
 	zero_fiber(f);
-	f->gen = gen;
+	atomic_store_explicit(&f->gen_cancel, (uint16_t)gen, memory_order_relaxed);
 	err = xf__stack_get(w, attr->stack_size ? attr->stack_size : xf__rt.stack_size, &f->stack);
 	if (err) {
 		xf__fiber_free(w, f);
@@ -414,17 +417,29 @@ int xf_join(xf_fiber *h, void **result)
 	err = check_handle(h, &f);
 	if (err)
 		return err;
+	if (xf__cancel_point())
+		return ECANCELED;
 	if (xf__preempt_disabled_beyond(0) &&
 	    atomic_load_explicit(&f->state, memory_order_acquire) != XF_FIBER_DONE)
 		return xf__misuse_preempt_disabled("xf_join");
 	if (!atomic_compare_exchange_strong(&f->detach_state, &expected_state, XF_DETACH_JOINING))
 		return EINVAL; /* detached, or someone else is joining */
 	xf__wait_prepare(self);
-	if (atomic_compare_exchange_strong_explicit(&f->joiner, &expected, self,
-						    memory_order_acq_rel, memory_order_acquire))
-		xf__wait_block(self, 0, NULL, XF_WAIT_ON_JOIN, f);
-	else
+	if (!atomic_compare_exchange_strong_explicit(&f->joiner, &expected, self,
+						     memory_order_acq_rel, memory_order_acquire)) {
 		xf__wait_cancel(self); /* f finished first: nobody will wake us */
+	} else if (xf__wait_block(self, 0, NULL, XF_WAIT_ON_JOIN, f) == XF_WAIT_CANCELED) {
+		/* Cancelled: no longer the joiner, and f joinable again - unless
+		 * it finished meanwhile, and found us claimed by the cancel; then
+		 * the join is done, and completes. */
+		expected = self;
+		if (atomic_compare_exchange_strong_explicit(&f->joiner, &expected, NULL,
+							    memory_order_acq_rel,
+							    memory_order_acquire)) {
+			atomic_store(&f->detach_state, XF_DETACH_JOINABLE);
+			return ECANCELED;
+		}
+	}
 	XF_WARN_ON(atomic_load_explicit(&f->state, memory_order_acquire) != XF_FIBER_DONE);
 	if (result)
 		*result = f->result;
@@ -503,6 +518,8 @@ int xf__sleep_on(uint64_t ns, enum xf__wait_kind kind)
 
 	if (!self)
 		return EPERM;
+	if (xf__wait_kind_cancellable(kind) && xf__cancel_point())
+		return ECANCELED;
 	if (xf__preempt_disabled_beyond(0))
 		return xf__misuse_preempt_disabled("xf_sleep_ns");
 	if (!ns) {
@@ -510,8 +527,7 @@ int xf__sleep_on(uint64_t ns, enum xf__wait_kind kind)
 		return 0;
 	}
 	xf__wait_prepare(self);
-	xf__wait_block(self, ns, NULL, kind, NULL);
-	return 0;
+	return xf__wait_block(self, ns, NULL, kind, NULL) == XF_WAIT_CANCELED ? ECANCELED : 0;
 }
 
 int xf_sleep_ns(uint64_t ns)

@@ -65,6 +65,7 @@ enum xf__wait_state {
 	XF_WAIT_WOKEN,
 	XF_WAIT_TIMEDOUT,
 	XF_WAIT_CLOSED, /* the channel was closed under a waiter */
+	XF_WAIT_CANCELED, /* xf_cancel ended the wait (cancel.c) */
 };
 
 #define XF_FIBER_MAGIC 0x78666962u /* "xfib" */
@@ -120,8 +121,14 @@ struct xf_fiber {
 	 * xf__wait_kind - in this line, which a block writes anyway - and
 	 * wait_object. */
 	uint8_t wait_kind;
-	bool exiting; /* it called its exit: its stack goes at the next switch */
-	_Atomic bool cancelled; /* xf_cancel: its cancellable waits end with ECANCELED */
+	/* The structure's generation (XF_GEN_MASK), bumped each time it is
+	 * freed: the API's handles carry it (xf__handle), so a handle kept
+	 * past its fiber's end no longer matches once a new fiber reuses the
+	 * structure.  And XF_CANCELLED, set by xf_cancel for good (cancel.c):
+	 * in one word, so that a cancel cannot land on a fiber that reused
+	 * the structure.  Kept across the zeroing of a spawn; first line, as
+	 * every cancellable call reads it. */
+	_Atomic uint16_t gen_cancel;
 	int saved_errno;
 	/* xf__rt.fork_gen when it was made: in a forked child, the parent's
 	 * other fibers are gone, and nothing may wake them (xf__wait_claim). */
@@ -163,11 +170,7 @@ struct xf_fiber {
 	/* Locks its thread owns that it holds (sync/pthread.c), malloc'd by the
 	 * first such lock: few fibers ever hold one. */
 	uint16_t owned_nr, owned_cap;
-	/* Bumped each time the structure is freed: the API's handles carry it
-	 * (xf__handle), so a handle kept past its fiber's end no longer
-	 * matches once a new fiber reuses the structure.  Kept across the
-	 * zeroing of a spawn. */
-	uint16_t gen;
+	bool exiting; /* it called its exit: its stack goes at the next switch */
 	const void **owned;
 
 	/* The C++ runtime's state, per fiber (sched/cxx.c). */
@@ -184,6 +187,9 @@ struct xf_fiber {
 	char *name;
 	const void *spawn_site;
 	void *(*fn)(void *); /* its entry: read once, at its start */
+	/* The lock of the wait queue it waits on (xf__waitq_wait), for a
+	 * canceller, which must claim such a waiter under it (cancel.c). */
+	_Atomic uint32_t *wait_lock;
 } __attribute__((aligned(64))); /* whole cache lines: neighbours in the arena run on
 				  * other workers, and a shared line would bounce between them */
 
@@ -203,6 +209,9 @@ enum xf__wait_kind {
 	XF_WAIT_ON_BLOCKING_CALL, /* a call run by the blocking pool (io/blocking.c) */
 	XF_WAIT_ON_LOCK,	  /* a pthread or C++ lock, between polls (sync/pthread.c) */
 	XF_WAIT_ON_SHUTDOWN,	  /* xf_shutdown, for the other fibers */
+	XF_WAIT_ON_SELECT,	  /* xf_select over several channels */
+	XF_WAIT_ON_WG,		  /* a wait group */
+	XF_WAIT_ON_LIBC_SLEEP,	  /* the C library's sleep, nanosleep ... (sched/sleep.c) */
 	XF_WAIT_KINDS
 };
 
@@ -249,12 +258,25 @@ extern struct xf__fiber_arena xf__fiber_arena;
  * handle whose fiber is gone: freed (the magic says so), or freed and its
  * structure reused (the generation differs), which a bare address could
  * not tell from the new fiber. */
+#define XF_GEN_MASK	    0x7fffu
+#define XF_CANCELLED	    0x8000u
 #define XF_HANDLE_GEN_SHIFT 48
 #define XF_HANDLE_ADDR_MASK ((UINT64_C(1) << XF_HANDLE_GEN_SHIFT) - 1)
 
+static inline unsigned xf__fiber_gen(const struct xf_fiber *f)
+{
+	return atomic_load_explicit(&f->gen_cancel, memory_order_relaxed) & XF_GEN_MASK;
+}
+
 static inline xf_fiber *xf__handle(const struct xf_fiber *f)
 {
-	return f ? (xf_fiber *)((uintptr_t)f | (uintptr_t)f->gen << XF_HANDLE_GEN_SHIFT) : NULL;
+	return f ? (xf_fiber *)((uintptr_t)f | (uintptr_t)xf__fiber_gen(f) << XF_HANDLE_GEN_SHIFT)
+		 : NULL;
+}
+
+static inline unsigned xf__handle_gen(const xf_fiber *h)
+{
+	return (unsigned)((uintptr_t)h >> XF_HANDLE_GEN_SHIFT) & XF_GEN_MASK;
 }
 
 static inline struct xf_fiber *xf__handle_fiber(const xf_fiber *h)
@@ -262,7 +284,7 @@ static inline struct xf_fiber *xf__handle_fiber(const xf_fiber *h)
 	struct xf_fiber *f = (struct xf_fiber *)((uintptr_t)h & XF_HANDLE_ADDR_MASK);
 
 	if (!f || __atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != XF_FIBER_MAGIC ||
-	    f->gen != (uint16_t)((uintptr_t)h >> XF_HANDLE_GEN_SHIFT))
+	    xf__fiber_gen(f) != xf__handle_gen(h))
 		return NULL;
 	return f;
 }
@@ -602,6 +624,48 @@ static inline bool xf__wait_claim(struct xf_fiber *f, int state)
 	return atomic_compare_exchange_strong_explicit(&f->wait_state, &expected, state,
 						       memory_order_acq_rel, memory_order_acquire);
 }
+
+/* --- cancellation (cancel.c) ---
+ * xf_cancel sets XF_CANCELLED for good and ends the fiber's wait if it is
+ * in a cancellable one; every later cancellable call returns ECANCELED at
+ * its start.  Cancellers count themselves in xf__cancellers while they
+ * look at a fiber's wait, and a fiber leaving a wait queue waits for that
+ * count to drop: the queue's object may be freed once its waiter returns
+ * (xf__waitq_wait). */
+extern _Atomic unsigned xf__cancellers;
+
+/* Whether a wait of this kind ends at xf_cancel: not the mutex's (as
+ * pthread_mutex_lock's does not), a pthread lock's poll, shutdown's, or
+ * the C library's sleeps (a loop around nanosleep would spin). */
+static inline bool xf__wait_kind_cancellable(unsigned kind)
+{
+	return kind != XF_WAIT_ON_NOTHING && kind != XF_WAIT_ON_MUTEX && kind != XF_WAIT_ON_LOCK &&
+	       kind != XF_WAIT_ON_SHUTDOWN && kind != XF_WAIT_ON_LIBC_SLEEP;
+}
+
+/* Whether f has been cancelled.  One load of its first line. */
+static inline bool xf__cancelled(const struct xf_fiber *f)
+{
+	return f && (atomic_load_explicit(&f->gen_cancel, memory_order_relaxed) & XF_CANCELLED);
+}
+
+/* The calling fiber's cancellable call, at its start: ECANCELED if the
+ * fiber was cancelled, else 0. */
+static inline int xf__cancel_point(void)
+{
+	struct xf__worker *w = xf__this_worker();
+
+	return w && unlikely(xf__cancelled(w->current)) ? ECANCELED : 0;
+}
+
+/* A fiber leaving a wait queue waits for the cancellers looking at waits
+ * right now. */
+void xf__cancel_wait_idle(void);
+
+/* A full barrier on every running thread of the process (membarrier, or a
+ * TLB shoot-down where it is missing): the slow side of an asymmetric
+ * fence, whose fast side is a plain load or store (debug.c). */
+void xf__heavy_barrier(void);
 
 /* Timers (timer.c). */
 void xf__timer_arm(struct xf__worker *w, struct xf_fiber *f, uint64_t deadline_ns);

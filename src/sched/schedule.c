@@ -331,6 +331,20 @@ int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t 
 		xf__spin_unlock_raw(unlock);
 	self->wait_kind = (uint8_t)kind;
 	self->wait_object = object;
+	/* Cancelled before it could wait, in a wait claimed by compare-and-
+	 * swap (a queued waiter looked under its queue's lock, waitq.c; a
+	 * blocking call's job may be running on our stack's data: only the
+	 * pool takes it back, io/blocking.c): the kind stored, then the look,
+	 * against the canceller's barrier (cancel.c).  A waker that won first
+	 * is consumed by the switch. */
+	if (unlikely(xf__cancelled(self)) && xf__wait_kind_cancellable(kind) && !self->wait_lock &&
+	    kind != XF_WAIT_ON_BLOCKING_CALL && xf__wait_claim(self, XF_WAIT_CANCELED)) {
+		self->wait_kind = XF_WAIT_ON_NOTHING;
+		xf__preempt_enable();
+		if (timeout_ns)
+			xf__timer_cancel(self);
+		return XF_WAIT_CANCELED;
+	}
 	XF_PROBE3(fiber__block, self->id, self->wait_queue, w->id);
 	xf__schedule(w, XF_PREV_BLOCK);
 	self->wait_kind = XF_WAIT_ON_NOTHING;

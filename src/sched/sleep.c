@@ -76,7 +76,7 @@ XF_INTERPOSE(int, clock_nanosleep,
 		if (!req || !ts_valid(req))
 			return EINVAL;
 		if (!(flags & TIMER_ABSTIME)) {
-			xf_sleep_ns(ts_ns(req));
+			xf__sleep_on(ts_ns(req), XF_WAIT_ON_LIBC_SLEEP);
 			return 0;
 		}
 		/* Until the clock reads req: it may be set meanwhile, so look again. */
@@ -89,7 +89,7 @@ XF_INTERPOSE(int, clock_nanosleep,
 				until.tv_sec--;
 				until.tv_nsec += 1000000000;
 			}
-			xf_sleep_ns(ts_ns(&until));
+			xf__sleep_on(ts_ns(&until), XF_WAIT_ON_LIBC_SLEEP);
 		}
 		return 0;
 	}

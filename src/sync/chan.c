@@ -85,8 +85,15 @@ static int wait_result(int state)
 	switch (state) {
 	case XF_WAIT_WOKEN: return 0;
 	case XF_WAIT_TIMEDOUT: return ETIMEDOUT;
+	case XF_WAIT_CANCELED: return ECANCELED;
 	default: return EPIPE; /* closed while waiting */
 	}
+}
+
+/* A call that may wait, made by a cancelled fiber. */
+static bool cancelled(enum mode mode, uint64_t timeout_ns)
+{
+	return (mode == BLOCK || (mode == TIMED && timeout_ns)) && xf__cancel_point();
 }
 
 static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t timeout_ns)
@@ -96,6 +103,8 @@ static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t time
 
 	if (!ch || !msg)
 		return EINVAL;
+	if (cancelled(mode, timeout_ns))
+		return ECANCELED;
 	xf__spin_lock(&ch->lock);
 	if (ch->closed) {
 		xf__spin_unlock(&ch->lock);
@@ -133,6 +142,8 @@ static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns
 
 	if (!ch || !msg)
 		return EINVAL;
+	if (cancelled(mode, timeout_ns))
+		return ECANCELED;
 	xf__spin_lock(&ch->lock);
 	if (ch->count) {
 		xf__copy(msg, slot(ch, 0), ch->msg_size);

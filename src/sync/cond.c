@@ -35,6 +35,8 @@ static int wait_common(xf_cond *c, xf_mutex *m, uint64_t timeout_ns)
 		return EPERM;
 	if (m->owner != self)
 		return EPERM;
+	if (xf__cancel_point())
+		return ECANCELED; /* the mutex still held, as after any wait */
 	if (xf__preempt_disabled_beyond(0))
 		return xf__misuse_preempt_disabled(timeout_ns ? "xf_cond_timedwait" : "xf_cond_wait");
 	/* Queue first, then release the mutex, both under the cond's lock:
@@ -43,8 +45,8 @@ static int wait_common(xf_cond *c, xf_mutex *m, uint64_t timeout_ns)
 	xf_mutex_unlock(m);
 	state = xf__waitq_wait(&c->wq, xf__waitq_lock(&c->wq), self, timeout_ns,
 			       XF_WAIT_ON_COND, c);
-	xf_mutex_lock(m);
-	return state == XF_WAIT_TIMEDOUT ? ETIMEDOUT : 0;
+	xf_mutex_lock(m); /* not cancellable: the caller gets its mutex back */
+	return state == XF_WAIT_TIMEDOUT ? ETIMEDOUT : state == XF_WAIT_CANCELED ? ECANCELED : 0;
 }
 
 int xf_cond_wait(xf_cond *c, xf_mutex *m)

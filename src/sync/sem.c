@@ -31,6 +31,8 @@ static int wait_common(xf_sem *s, bool try, uint64_t timeout_ns)
 
 	if (!s)
 		return EINVAL;
+	if (!try && xf__cancel_point())
+		return ECANCELED;
 	xf__spin_lock(xf__waitq_lock(&s->wq));
 	if (s->value) {
 		s->value--;
@@ -47,7 +49,7 @@ static int wait_common(xf_sem *s, bool try, uint64_t timeout_ns)
 	}
 	state = xf__waitq_wait(&s->wq, xf__waitq_lock(&s->wq), self, timeout_ns,
 			       XF_WAIT_ON_SEM, s);
-	return state == XF_WAIT_TIMEDOUT ? ETIMEDOUT : 0;
+	return state == XF_WAIT_TIMEDOUT ? ETIMEDOUT : state == XF_WAIT_CANCELED ? ECANCELED : 0;
 }
 
 int xf_sem_wait(xf_sem *s)

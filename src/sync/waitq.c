@@ -66,20 +66,44 @@ struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state)
 	return NULL;
 }
 
+/*
+ * Cancellation of a queued waiter (sched/cancel.c) happens under the
+ * queue's lock, as every untimed claim does: the canceller finds the lock
+ * in wait_lock.  The two sides meet as an asymmetric fence: the canceller
+ * sets XF_CANCELLED, runs a heavy barrier, then looks at wait_state and
+ * wait_lock; the waiter publishes both, then looks at the flag - plain
+ * stores and a plain load, under the lock.  Either the canceller sees the
+ * waiter queued and claims it, or the waiter sees the cancel and does not
+ * wait.  A canceller may still hold the lock, or be about to take it, when
+ * the waiter leaves, so the waiter waits for it (xf__cancel_wait_idle)
+ * before its caller may free the object the lock lives in.
+ */
 int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self, uint64_t timeout_ns,
 		   enum xf__wait_kind kind, const void *object)
 {
 	int state;
 
+	self->wait_lock = lock;
 	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
 	self->wait_timed = timeout_ns != 0;
 	xf__waitq_push(q, self);
-	state = xf__wait_block(self, timeout_ns, lock, kind, object);
-	if (state == XF_WAIT_TIMEDOUT) {
-		xf__spin_lock(lock);
+	if (unlikely(xf__cancelled(self)) && xf__wait_kind_cancellable(kind)) {
+		/* Cancelled before it could wait: not queued after all. */
 		xf__waitq_remove(q, self);
+		atomic_store_explicit(&self->wait_state, XF_WAIT_NONE, memory_order_relaxed);
 		xf__spin_unlock(lock);
+		state = XF_WAIT_CANCELED;
+	} else {
+		state = xf__wait_block(self, timeout_ns, lock, kind, object);
+		if (state == XF_WAIT_TIMEDOUT) {
+			xf__spin_lock(lock);
+			xf__waitq_remove(q, self);
+			xf__spin_unlock(lock);
+		}
 	}
+	self->wait_lock = NULL;
+	if (unlikely(atomic_load_explicit(&xf__cancellers, memory_order_relaxed)))
+		xf__cancel_wait_idle();
 	return state;
 }
 

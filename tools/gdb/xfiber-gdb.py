@@ -139,7 +139,7 @@ class Fiber:
                 self.state = "runnable, not started"
             elif _u8(addr + L["xf_fiber.preempted"]):
                 self.state = "preempted"
-            elif waiting and kind == L.values.get("wait_kind:sleep"):
+            elif waiting and L.wait_kinds.get(kind) == "sleep":  # xf_sleep_ns or libc's
                 self.state = "sleeping"
             elif waiting and kind in L.wait_kinds and L.wait_kinds[kind] != "nothing":
                 self.state = "blocked on " + L.wait_kinds[kind]
