@@ -409,6 +409,22 @@ XF_API int xf_sem_timedwait(xf_sem *s, uint64_t timeout_ns);
 XF_API int xf_sem_post(xf_sem *s);    /* EOVERFLOW at UINT64_MAX */
 XF_API int xf_sem_getvalue(xf_sem *s, uint64_t *value);
 
+/* A wait group, as Go's sync.WaitGroup: a count that xf_wg_add raises and
+ * xf_wg_done lowers, and waiters woken together when it reaches zero.  A
+ * wait that finds zero returns at once; the group may be used again. */
+typedef struct xf_wg {
+	xf__waitq wq;
+	int64_t count;
+} xf_wg;
+#define XF_WG_INITIALIZER {{0, 0, NULL, NULL}, 0}
+
+XF_API int xf_wg_init(xf_wg *wg);
+XF_API int xf_wg_add(xf_wg *wg, int64_t delta); /* EINVAL if the count would go below zero */
+XF_API int xf_wg_done(xf_wg *wg);		 /* xf_wg_add(wg, -1) */
+XF_API int xf_wg_wait(xf_wg *wg);
+/* timeout 0: only looks (ETIMEDOUT unless zero); XF_FOREVER: none. */
+XF_API int xf_wg_timedwait(xf_wg *wg, uint64_t timeout_ns);
+
 /* A bounded MPMC channel of fixed-size messages.  capacity 0 makes every
  * send wait for its receiver (a rendezvous).  Messages from one sender
  * arrive in the order sent.  After xf_chan_close() sends fail with EPIPE and

@@ -57,7 +57,16 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 {
 	struct xf_fiber *f, *chunk;
 
-	if (!w->fiber_cache) {
+	if (!w) {
+		/* A plain thread's spawn: from the arena's list, under its lock. */
+		pthread_mutex_lock(&xf__fiber_arena.lock);
+		f = xf__fiber_arena.free_list;
+		if (f)
+			xf__fiber_arena.free_list = f->run_next;
+		pthread_mutex_unlock(&xf__fiber_arena.lock);
+		if (f)
+			return f;
+	} else if (!w->fiber_cache) {
 		/* Refill a batch from the arena's free list: one lock per
 		 * XF_FIBER_BATCH spawns. */
 		pthread_mutex_lock(&xf__fiber_arena.lock);
@@ -68,7 +77,7 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 		}
 		pthread_mutex_unlock(&xf__fiber_arena.lock);
 	}
-	if (w->fiber_cache) {
+	if (w && w->fiber_cache) {
 		f = w->fiber_cache;
 		w->fiber_cache = f->run_next;
 		w->fiber_cache_nr--;
@@ -96,7 +105,10 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 	for (int i = XF_ARENA_CHUNK - 1; i > 0; i--) {
 		chunk[i].magic = XF_FIBER_FREED;
 		atomic_init(&chunk[i].gen_cancel, 0);
-		cache_push(w, &chunk[i]);
+		if (w)
+			cache_push(w, &chunk[i]);
+		else
+			xf__fiber_free(NULL, &chunk[i]);
 	}
 	atomic_init(&chunk[0].gen_cancel, 0);
 	return &chunk[0];
@@ -215,6 +227,7 @@ unsigned long xf__live_fibers(void)
 		finished += atomic_load_explicit(&xf__rt.workers[i].finished, memory_order_acquire);
 	for (unsigned i = 0; i < xf__rt.nr_workers; i++)
 		spawned += atomic_load_explicit(&xf__rt.workers[i].spawned, memory_order_acquire);
+	spawned += atomic_load_explicit(&xf__rt.spawned_by_threads, memory_order_acquire);
 	return (unsigned long)(1 + spawned - finished);
 }
 
@@ -271,6 +284,78 @@ static int fiber_create(struct xf__worker *w, const xf_attr *attr, struct xf_fib
 	return 0;
 }
 
+/* The parts of a new fiber every spawn sets the same way. */
+static inline __attribute__((always_inline)) void
+fiber_setup(struct xf_fiber *f, void *(*fn)(void *), void *arg, const xf_attr *attr,
+			int home, const void *site)
+{
+	f->fork_gen = xf__rt.fork_gen;
+	f->fn = fn;
+	f->arg = arg;
+	f->spawn_site = site;
+	f->home = home;
+	if (attr->pinned) {
+		f->flags |= XF_FIBER_F_PINNED;
+		if (attr->worker >= 0)
+			f->home = attr->worker;
+	}
+	if (attr->detached) {
+		f->detach_state = XF_DETACH_DETACHED;
+		f->joiner = JOINER_DETACHED;
+	}
+	f->sp = xf__context_make((char *)f->stack.base + f->stack.size, f);
+	/* A valid handle from here: last, so that a reader of the arena (a
+	 * dump, sched/debug.c) that finds the magic finds the rest too. */
+	__atomic_store_n(&f->magic, XF_FIBER_MAGIC, __ATOMIC_RELEASE);
+	xf__san_fiber_create(f);
+}
+
+/* The worker a plain thread's spawn goes to: the one with the fewest fibers
+ * queued, looking from a place that moves on with every such spawn. */
+static int remote_home(void)
+{
+	unsigned n = xf__rt.nr_workers, start = atomic_fetch_add(&xf__rt.next_remote, 1) % n;
+	unsigned best = start, least = ~0u;
+
+	for (unsigned k = 0; k < n; k++) {
+		unsigned i = (start + k) % n;
+		unsigned q = atomic_load_explicit(&xf__rt.workers[i].nr_queued, memory_order_relaxed);
+
+		if (q < least) {
+			least = q;
+			best = i;
+		}
+	}
+	return (int)best;
+}
+
+/* xf_spawn from a plain thread (folly's addTaskRemote): the structure and
+ * stack come from the shared pools, the fiber goes to a worker's inbox. */
+static int spawn_remote(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr,
+			const void *site)
+{
+	struct xf_fiber *f;
+	int err;
+
+	if (attr->pinned && attr->worker < 0)
+		return EINVAL; /* "the spawning fiber's worker": there is none */
+	err = fiber_create(NULL, attr, &f);
+	if (!err && attr->name && (err = copy_name(f, attr->name)) != 0) {
+		xf__stack_put(NULL, &f->stack);
+		xf__fiber_free(NULL, f);
+	}
+	if (err)
+		return err;
+	f->id = atomic_fetch_add_explicit(&xf__rt.next_id, 1, memory_order_relaxed);
+	fiber_setup(f, fn, arg, attr, remote_home(), site);
+	atomic_fetch_add_explicit(&xf__rt.spawned_by_threads, 1, memory_order_release);
+	XF_PROBE3(fiber__create, f->id, f, -1);
+	if (out)
+		*out = xf__handle(f);
+	xf__wake(f); /* not a worker: into its home's inbox, and the home kicked */
+	return 0;
+}
+
 int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr)
 {
 	static const xf_attr defaults = XF_ATTR_INIT;
@@ -280,12 +365,14 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 
 	if (!fn)
 		return EINVAL;
-	if (!xf__this_worker() || !atomic_load_explicit(&xf__rt.running, memory_order_acquire))
+	if (!atomic_load_explicit(&xf__rt.running, memory_order_acquire))
 		return EPERM;
 	if (!attr)
 		attr = &defaults;
 	if (!valid_attr(attr) || (!out && !attr->detached))
 		return EINVAL;
+	if (!xf__this_worker())
+		return spawn_remote(out, fn, arg, attr, __builtin_return_address(0));
 	/* A forked child's first spawn: now preemption may be needed. */
 	if (unlikely(xf__rt.ticker_pending)) {
 		xf__rt.ticker_pending = false;
@@ -302,26 +389,8 @@ int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr
 		xf__preempt_enable();
 		return err;
 	}
-	f->fork_gen = xf__rt.fork_gen;
 	f->id = next_fiber_id(w);
-	f->fn = fn;
-	f->arg = arg;
-	f->spawn_site = __builtin_return_address(0);
-	f->home = (int)w->id;
-	if (attr->pinned) {
-		f->flags |= XF_FIBER_F_PINNED;
-		if (attr->worker >= 0)
-			f->home = attr->worker;
-	}
-	if (attr->detached) {
-		f->detach_state = XF_DETACH_DETACHED;
-		f->joiner = JOINER_DETACHED;
-	}
-	f->sp = xf__context_make((char *)f->stack.base + f->stack.size, f);
-	/* A valid handle from here: last, so that a reader of the arena (a
-	 * dump, sched/debug.c) that finds the magic finds the rest too. */
-	__atomic_store_n(&f->magic, XF_FIBER_MAGIC, __ATOMIC_RELEASE);
-	xf__san_fiber_create(f);
+	fiber_setup(f, fn, arg, attr, (int)w->id, __builtin_return_address(0));
 	count_up(&w->spawned);
 	XF_PROBE3(fiber__create, f->id, f, w->id);
 	if (out)
@@ -405,7 +474,7 @@ static int check_handle(const xf_fiber *h, struct xf_fiber **out)
 
 int xf_join(xf_fiber *h, void **result)
 {
-	struct xf_fiber *self = xf__current();
+	struct xf_fiber *self = xf__self_or_thread();
 	struct xf_fiber *expected = NULL, *f;
 	int expected_state = XF_DETACH_JOINABLE;
 	int err;

@@ -115,7 +115,12 @@ struct xf_fiber {
 	uint32_t magic;	    /* XF_FIBER_MAGIC while the handle is valid */
 	uint32_t flags;	    /* XF_FIBER_F_* */
 	void *sp;	    /* saved stack pointer while not running */
-	_Atomic int on_cpu;	/* enum xf__on_cpu */
+	union {
+		_Atomic int on_cpu; /* enum xf__on_cpu */
+		/* A plain thread's stand-in (XF_FIBER_F_THREAD, thread.c) never
+		 * switches: the word says it was woken, and is its futex. */
+		_Atomic int thread_woken;
+	};
 	_Atomic uint8_t state;	/* enum xf__fiber_state */
 	/* What it blocks on, while it does (xf__wait_block): an enum
 	 * xf__wait_kind - in this line, which a block writes anyway - and
@@ -239,6 +244,7 @@ enum xf__blocking {
 #define XF_FIBER_F_STAY	  0x8 /* holds a lock its thread owns (a recursive or error-
 			       * checking mutex, a write lock): no migration until
 			       * released (sync/pthread.c) */
+#define XF_FIBER_F_THREAD 0x10 /* a plain thread's stand-in in waits (thread.c) */
 
 /* Where every fiber structure lives, in chunks of XF_ARENA_CHUNK that stay
  * until the runtime's memory is released (fiber.c): a debugger or a dump
@@ -389,6 +395,8 @@ struct xf__runtime {
 	_Atomic unsigned nr_spinning;
 	_Atomic int stopping;
 	_Atomic uint32_t shutdown_waiting;
+	_Atomic uint64_t spawned_by_threads; /* fibers plain threads spawned (fiber.c) */
+	_Atomic unsigned next_remote;	      /* where a plain thread's spawn looks first */
 	/* Read on hot paths, written at start, fork and shutdown only. */
 	bool amx_possible __attribute__((aligned(64))); /* tiles may be in use: TILERELEASE
 							 * at voluntary switches */
@@ -493,6 +501,29 @@ static inline struct xf_fiber *xf__self(void)
 
 	return f && !(f->flags & XF_FIBER_F_IDLE) ? f : NULL;
 }
+
+/* A plain thread (not a worker) waits on the runtime's objects through a
+ * stand-in of its own: a fiber structure in thread-local storage, linked
+ * on wait queues and claimed as a fiber is, and woken by a futex instead of
+ * a run queue (thread.c).  Its address stays the thread's for life, so it
+ * can own an xf_mutex too. */
+struct xf_fiber *xf__thread_proxy(void);
+
+/* Whoever calls, as a waiter: the calling fiber, a plain thread's stand-in,
+ * or NULL for a worker's own context (its idle loop), which may not wait. */
+static inline struct xf_fiber *xf__self_or_thread(void)
+{
+	struct xf__worker *w = xf__this_worker();
+
+	if (!w)
+		return xf__thread_proxy();
+	return !(w->current->flags & XF_FIBER_F_IDLE) ? w->current : NULL;
+}
+
+/* xf__wait_block for a plain thread's stand-in: waits on its futex. */
+int xf__thread_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t *unlock);
+/* xf__wake for a plain thread's stand-in. */
+void xf__thread_wake(struct xf_fiber *f);
 
 /* --- spinlocks (sync objects, timer heaps) ---
  * Held with preemption disabled, like the kernel's: a fiber preempted while

@@ -284,8 +284,13 @@ static bool may_be_linked(struct xf__worker *w, struct xf_fiber *f)
 
 void xf__wake(struct xf_fiber *f)
 {
-	struct xf__worker *w, *home = &xf__rt.workers[f->home];
+	struct xf__worker *w, *home;
 
+	if (unlikely(f->flags & XF_FIBER_F_THREAD)) {
+		xf__thread_wake(f);
+		return;
+	}
+	home = &xf__rt.workers[f->home];
 	xf__preempt_disable(); /* the run queue is this worker's alone */
 	xf__ticker_poke();
 	w = xf__this_worker();
@@ -317,6 +322,8 @@ int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t 
 	 * between publishing ourselves and the switch would queue a fiber
 	 * that its waker may queue too. */
 	XF_WARN_ON(!(xf__preempt_word_get() & XF_PREEMPT_NESTING));
+	if (unlikely(self->flags & XF_FIBER_F_THREAD))
+		return xf__thread_block(self, timeout_ns, unlock);
 	w = xf__this_worker();
 	if (timeout_ns) {
 		uint64_t now = xf__now_ns();

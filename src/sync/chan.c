@@ -98,7 +98,7 @@ static bool cancelled(enum mode mode, uint64_t timeout_ns)
 
 static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t timeout_ns)
 {
-	struct xf_fiber *self = xf__self();
+	struct xf_fiber *self = xf__self_or_thread();
 	struct xf_fiber *r;
 
 	if (!ch || !msg)
@@ -137,7 +137,7 @@ static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t time
 
 static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns)
 {
-	struct xf_fiber *self = xf__self();
+	struct xf_fiber *self = xf__self_or_thread();
 	struct xf_fiber *s;
 
 	if (!ch || !msg)

@@ -26,7 +26,7 @@ int xf_cond_destroy(xf_cond *c)
 
 static int wait_common(xf_cond *c, xf_mutex *m, uint64_t timeout_ns)
 {
-	struct xf_fiber *self = xf__self();
+	struct xf_fiber *self = xf__self_or_thread();
 	int state;
 
 	if (!c || !m)

@@ -33,7 +33,7 @@ int xf_mutex_destroy(xf_mutex *m)
 
 static int lock_common(xf_mutex *m, bool try)
 {
-	struct xf_fiber *self = xf__self();
+	struct xf_fiber *self = xf__self_or_thread();
 
 	if (!m)
 		return EINVAL;
@@ -71,7 +71,7 @@ int xf_mutex_trylock(xf_mutex *m)
 
 int xf_mutex_unlock(xf_mutex *m)
 {
-	struct xf_fiber *self = xf__self();
+	struct xf_fiber *self = xf__self_or_thread();
 	struct xf_fiber *next;
 
 	if (!m)

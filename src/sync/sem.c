@@ -26,7 +26,7 @@ int xf_sem_destroy(xf_sem *s)
 
 static int wait_common(xf_sem *s, bool try, uint64_t timeout_ns)
 {
-	struct xf_fiber *self = xf__self();
+	struct xf_fiber *self = xf__self_or_thread();
 	int state;
 
 	if (!s)
