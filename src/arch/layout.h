@@ -22,6 +22,7 @@
 #define XF_W_RUNQ_RUNNING_LINKED 28 /* debug builds' check */
 #define XF_W_ERRNO_PTR	   40
 #define XF_W_IN_SWITCH	   56
+#define XF_W_TILES_COUNTDOWN 57
 #define XF_W_INBOX	   64
 #define XF_W_STEAL_REQUEST 72
 #define XF_W_TIMERS_DUE	   76	/* right after steal_request */
@@ -29,6 +30,8 @@
 
 /* struct xf__xstate (xstate/xstate.h) */
 #define XF_XSTATE_AMX_GRANTED 64
+#define XF_XINUSE_AMX_BITS    0x60000 /* XINUSE bits 17 (XTILECFG) and 18 (XTILEDATA) */
+#define XF_TILES_LOOK_EVERY   16      /* voluntary switches per look at XINUSE */
 
 /* Constants. */
 #define XF_FIBER_F_IDLE_BIT	   0x2	      /* XF_FIBER_F_IDLE */

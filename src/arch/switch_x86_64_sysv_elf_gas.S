@@ -303,7 +303,8 @@ PUBLIC_FUNCTION xf_yield
 	/* What C must see to first (xf__runq_poll, release_dead_tiles):
 	 * tiles to release, an inbox, a steal request, a timer due. */
 	cmpb	$0, xf__xstate+XF_XSTATE_AMX_GRANTED(%rip)
-	jne	.Lyield_slow
+	jne	.Lyield_tiles			/* tiles may be in use: look, now and then */
+.Lyield_no_tiles:
 	movq	XF_W_INBOX(%rdi), %rax
 	orq	XF_W_STEAL_REQUEST(%rdi), %rax	/* and XF_W_TIMERS_DUE, the next 4 bytes */
 	jnz	.Lyield_slow
@@ -328,6 +329,19 @@ PUBLIC_FUNCTION xf_yield
 .Lyield_slow:
 	movb	$0, XF_W_IN_SWITCH(%rdi)	/* C sets it again where it switches */
 	jmp	xf__yield_slow
+.Lyield_tiles:
+	/* AMX granted: XINUSE is looked at every XF_TILES_LOOK_EVERY-th
+	 * voluntary switch of this worker, as release_dead_tiles does in C
+	 * (schedule.c says why), and only tiles in use send the yield to C. */
+	subb	$1, XF_W_TILES_COUNTDOWN(%rdi)	/* borrow: it was 0, look now */
+	jnc	.Lyield_no_tiles
+	movb	$XF_TILES_LOOK_EVERY-1, XF_W_TILES_COUNTDOWN(%rdi)
+	movl	$1, %ecx			/* XGETBV(1): XINUSE in edx:eax */
+	xgetbv
+	testl	$XF_XINUSE_AMX_BITS, %eax	/* tiles in use: C releases them */
+	jz	.Lyield_no_tiles
+	movb	$0, XF_W_TILES_COUNTDOWN(%rdi)	/* so that C looks too, and releases */
+	jmp	.Lyield_slow
 .Lyield_none:
 	movb	$0, XF_W_IN_SWITCH(%rdi)
 .Lyield_return:

@@ -328,6 +328,10 @@ struct xf__worker {
 	 * next fiber (next->on_cpu = XF_ON_CPU): a dump waits for it to clear
 	 * (debug.c).  Written by the owner only, without a fence. */
 	_Atomic uint8_t in_switch;
+	/* Voluntary switches until the next look at XINUSE for tiles to
+	 * release, where AMX is granted: XGETBV(1) costs 4-14 ns, and a yield
+	 * ~3-7 (schedule.c's release_dead_tiles, and xf_yield's assembly). */
+	uint8_t tiles_countdown;
 
 	/* Shared with other threads. */
 	_Atomic(struct xf_fiber *) inbox __attribute__((aligned(64)));

@@ -48,6 +48,9 @@ _Static_assert(offsetof(struct xf__worker, runq.running_linked) == XF_W_RUNQ_RUN
 _Static_assert(sizeof(((struct xf__worker *)0)->runq.running_linked) == 1, "layout.h: cmpb");
 _Static_assert(offsetof(struct xf__worker, errno_ptr) == XF_W_ERRNO_PTR, "layout.h");
 _Static_assert(offsetof(struct xf__worker, in_switch) == XF_W_IN_SWITCH, "layout.h");
+_Static_assert(offsetof(struct xf__worker, tiles_countdown) == XF_W_TILES_COUNTDOWN, "layout.h");
+_Static_assert(sizeof(((struct xf__worker *)0)->tiles_countdown) == 1, "layout.h: subb");
+_Static_assert(XF_XFEATURE_MASK_AMX == XF_XINUSE_AMX_BITS, "layout.h");
 _Static_assert(sizeof(xf__world_stopped) == 4, "layout.h: cmpl");
 _Static_assert(offsetof(struct xf__worker, inbox) == XF_W_INBOX, "layout.h");
 _Static_assert(offsetof(struct xf__worker, steal_request) == XF_W_STEAL_REQUEST, "layout.h");
@@ -128,11 +131,21 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 
 /* At a voluntary switch the ABI makes tiles dead: give them back, so that
  * kernel switches and signal frames skip 8 KB of TILEDATA.  Only where the
- * process may use tiles at all; XGETBV(1) costs ~4 ns. */
+ * process may use tiles at all, and at every XF_TILES_LOOK_EVERY-th switch
+ * of the worker (xf_yield's assembly counts down the same byte): XGETBV(1)
+ * costs ~4 ns on the Intel guest and ~14 on the AMD one, more than a yield,
+ * which once took C's path at every yield of a process allowed AMX - 3.3x
+ * the minimal switch in `bench ctx` there, as the bench asks for AMX (issue
+ * 31).  Dead tiles stay in use for up to 15 more switches of this worker. */
 static inline void release_dead_tiles(struct xf__worker *w, struct xf_fiber *prev)
 {
 	if (likely(!xf__xstate.amx_granted) || prev->preempted)
 		return;
+	if (w->tiles_countdown) {
+		w->tiles_countdown--;
+		return;
+	}
+	w->tiles_countdown = XF_TILES_LOOK_EVERY - 1;
 	if (xf__xgetbv(1) & XF_XFEATURE_MASK_AMX) {
 		xf__tilerelease();
 		XF_STAT_INC(w, tiles_released, 1);

@@ -42,7 +42,9 @@ static int peer_run(const struct xf_bench_params *p, uint64_t iters, struct xf_b
 	ns = (double)ticks * xf_tsc_ns_per_tick();
 	s->value = ns > 0 ? 2.0 * (double)iters * 1e9 / ns : 0;
 	s->elapsed_ns = ns;
-	snprintf(s->note, sizeof(s->note), "%.1f ns/switch", ns / (2.0 * (double)iters));
+	snprintf(s->note, sizeof(s->note), "%.1f ns/switch; %s", ns / (2.0 * (double)iters),
+		 p->test == PEER_SWAPCONTEXT ? "one thread, a signal-mask system call per switch"
+					     : "a bare jump: no run queue, nothing scheduled");
 	xf_bench_sample_extra(s, "ns_per_switch", ns / (2.0 * (double)iters));
 	return 0;
 }

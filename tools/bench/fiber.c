@@ -305,11 +305,19 @@ static int switch_run(const struct xf_bench_params *p, uint64_t iters, struct xf
 	s->value = 1e9 / per_switch;
 	snprintf(s->note, sizeof(s->note), "%.1f ns/switch", per_switch);
 	if (p->test == FB_YIELD || p->test == FB_YIELD_2SITES) {
+		xf_xstate_info info = {0};
+
+		xf_xstate_info_get(&info);
+		/* What it measures: two fibers of one worker that only yield,
+		 * in one loop and one call site, the runtime running as any
+		 * program's does (ticker, counters, the dump's look); no state
+		 * dirtied for none.  Boost's row jumps and schedules nothing. */
 		snprintf(s->note, sizeof(s->note),
 			 "%.1f ns/switch, %.2fx the minimal asm switch%s (median of %d interleaved "
-			 "pairs)",
+			 "pairs); scheduler included%s",
 			 per_switch, x_minimal, p->test == FB_YIELD_2SITES ? " with two sites" : "",
-			 YIELD_ROUNDS);
+			 YIELD_ROUNDS,
+			 info.amx_permitted ? "; AMX permitted: XINUSE read every 16th" : "");
 		xf_bench_sample_extra(s, "x_minimal_switch", x_minimal);
 	}
 	xf_bench_sample_extra(s, "ns_per_switch", per_switch);
