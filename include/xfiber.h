@@ -441,6 +441,26 @@ XF_API int xf_chan_try_recv(xf_chan *ch, void *msg); /* EAGAIN when empty */
 XF_API int xf_chan_timed_recv(xf_chan *ch, void *msg, uint64_t timeout_ns);
 XF_API int xf_chan_close(xf_chan *ch); /* EPIPE if already closed */
 
+/* One operation of an xf_select. */
+typedef struct xf_select_case {
+	xf_chan *chan; /* NULL: this case is skipped */
+	int op;	       /* XF_SELECT_SEND or XF_SELECT_RECV */
+	void *msg;     /* SEND: the message to send; RECV: where the received one goes */
+	int result;    /* set for the chosen case: 0, or EPIPE for a closed channel */
+} xf_select_case;
+#define XF_SELECT_SEND 1
+#define XF_SELECT_RECV 2
+
+/* Waits until one of the n cases can proceed, performs exactly that one and
+ * sets *chosen, as Go's select does.  When several are ready it picks one
+ * at random, so none starves.  A closed channel's case is ready, with
+ * result EPIPE (a receive drains what is buffered first).  0; ETIMEDOUT
+ * (timeout 0: try once; XF_FOREVER: none); ECANCELED; EINVAL for a bad
+ * case, or no case at all and no timeout; ENOMEM (more than 8 cases need
+ * memory); EPERM from a worker's own context.  From fibers and plain
+ * threads. */
+XF_API int xf_select(xf_select_case *cases, size_t n, uint64_t timeout_ns, size_t *chosen);
+
 /* ---------------------------------------------------------------------------
  * Preemption
  *

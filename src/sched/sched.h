@@ -245,6 +245,8 @@ enum xf__blocking {
 			       * checking mutex, a write lock): no migration until
 			       * released (sync/pthread.c) */
 #define XF_FIBER_F_THREAD 0x10 /* a plain thread's stand-in in waits (thread.c) */
+#define XF_FIBER_F_SELECT 0x20 /* one case of an xf_select, queued for the fiber in its
+				* wait_object (sync/chan.c) */
 
 /* Where every fiber structure lives, in chunks of XF_ARENA_CHUNK that stay
  * until the runtime's memory is released (fiber.c): a debugger or a dump

@@ -299,9 +299,13 @@ void xf__wake(struct xf_fiber *f)
 {
 	struct xf__worker *w, *home;
 
-	if (unlikely(f->flags & XF_FIBER_F_THREAD)) {
-		xf__thread_wake(f);
-		return;
+	if (unlikely(f->flags & (XF_FIBER_F_THREAD | XF_FIBER_F_SELECT))) {
+		if (f->flags & XF_FIBER_F_SELECT)
+			f = (struct xf_fiber *)f->wait_object; /* a select's case: its fiber */
+		if (f->flags & XF_FIBER_F_THREAD) {
+			xf__thread_wake(f);
+			return;
+		}
 	}
 	home = &xf__rt.workers[f->home];
 	xf__preempt_disable(); /* the run queue is this worker's alone */

@@ -15,6 +15,8 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "common/copy.h"
 #include "sched/sched.h"
@@ -96,55 +98,36 @@ static bool cancelled(enum mode mode, uint64_t timeout_ns)
 	return (mode == BLOCK || (mode == TIMED && timeout_ns)) && xf__cancel_point();
 }
 
-static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t timeout_ns)
+/* The send as far as it can go now, under ch->lock: 0 (done; *wake is a
+ * receiver to wake once the lock is dropped, or NULL), EPIPE (closed) or
+ * EAGAIN (it would have to wait). */
+static int send_locked(xf_chan *ch, const void *msg, struct xf_fiber **wake)
 {
-	struct xf_fiber *self = xf__self_or_thread();
 	struct xf_fiber *r;
 
-	if (!ch || !msg)
-		return EINVAL;
-	if (cancelled(mode, timeout_ns))
-		return ECANCELED;
-	xf__spin_lock(&ch->lock);
-	if (ch->closed) {
-		xf__spin_unlock(&ch->lock);
+	*wake = NULL;
+	if (ch->closed)
 		return EPIPE;
-	}
 	r = xf__waitq_claim(&ch->receivers, XF_WAIT_WOKEN);
 	if (r) {
 		xf__copy(r->wait_data, msg, ch->msg_size);
-		xf__spin_unlock(&ch->lock);
-		xf__wake(r);
+		*wake = r;
 		return 0;
 	}
 	if (ch->count < ch->capacity) {
 		xf__copy(slot(ch, ch->count++), msg, ch->msg_size);
-		xf__spin_unlock(&ch->lock);
 		return 0;
 	}
-	if (mode == TRY || !self || (mode == TIMED && !timeout_ns)) {
-		xf__spin_unlock(&ch->lock);
-		return mode == TRY ? EAGAIN : !self ? EPERM : ETIMEDOUT;
-	}
-	if (xf__preempt_disabled_beyond(1)) { /* 1: the channel's lock */
-		xf__spin_unlock(&ch->lock);
-		return xf__misuse_preempt_disabled("xf_chan_send");
-	}
-	self->wait_data = (void *)msg;
-	return wait_result(xf__waitq_wait(&ch->senders, &ch->lock, self, timeout_ns,
-					  XF_WAIT_ON_CHAN_SEND, ch));
+	return EAGAIN;
 }
 
-static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns)
+/* The receive as far as it can go now, under ch->lock; as send_locked,
+ * *wake a sender. */
+static int recv_locked(xf_chan *ch, void *msg, struct xf_fiber **wake)
 {
-	struct xf_fiber *self = xf__self_or_thread();
 	struct xf_fiber *s;
 
-	if (!ch || !msg)
-		return EINVAL;
-	if (cancelled(mode, timeout_ns))
-		return ECANCELED;
-	xf__spin_lock(&ch->lock);
+	*wake = NULL;
 	if (ch->count) {
 		xf__copy(msg, slot(ch, 0), ch->msg_size);
 		ch->head = (ch->head + 1) % ch->capacity;
@@ -153,29 +136,53 @@ static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns
 		s = xf__waitq_claim(&ch->senders, XF_WAIT_WOKEN);
 		if (s)
 			xf__copy(slot(ch, ch->count++), s->wait_data, ch->msg_size);
-		xf__spin_unlock(&ch->lock);
-		if (s)
-			xf__wake(s);
+		*wake = s;
 		return 0;
 	}
 	s = xf__waitq_claim(&ch->senders, XF_WAIT_WOKEN); /* capacity 0: take it directly */
 	if (s) {
 		xf__copy(msg, s->wait_data, ch->msg_size);
-		xf__spin_unlock(&ch->lock);
-		xf__wake(s);
+		*wake = s;
 		return 0;
 	}
-	if (ch->closed || mode == TRY || !self || (mode == TIMED && !timeout_ns)) {
+	return ch->closed ? EPIPE : EAGAIN;
+}
+
+static int chan_op(xf_chan *ch, void *msg, bool send, enum mode mode, uint64_t timeout_ns)
+{
+	struct xf_fiber *self = xf__self_or_thread(), *wake;
+	int err;
+
+	if (!ch || !msg)
+		return EINVAL;
+	if (cancelled(mode, timeout_ns))
+		return ECANCELED;
+	xf__spin_lock(&ch->lock);
+	err = send ? send_locked(ch, msg, &wake) : recv_locked(ch, msg, &wake);
+	if (err != EAGAIN || mode == TRY || !self || (mode == TIMED && !timeout_ns)) {
 		xf__spin_unlock(&ch->lock);
-		return ch->closed ? EPIPE : mode == TRY ? EAGAIN : !self ? EPERM : ETIMEDOUT;
+		if (wake)
+			xf__wake(wake);
+		return err != EAGAIN ? err : mode == TRY ? EAGAIN : !self ? EPERM : ETIMEDOUT;
 	}
 	if (xf__preempt_disabled_beyond(1)) { /* 1: the channel's lock */
 		xf__spin_unlock(&ch->lock);
-		return xf__misuse_preempt_disabled("xf_chan_recv");
+		return xf__misuse_preempt_disabled(send ? "xf_chan_send" : "xf_chan_recv");
 	}
 	self->wait_data = msg;
-	return wait_result(xf__waitq_wait(&ch->receivers, &ch->lock, self, timeout_ns,
-					  XF_WAIT_ON_CHAN_RECV, ch));
+	return wait_result(xf__waitq_wait(send ? &ch->senders : &ch->receivers, &ch->lock, self,
+					  timeout_ns == XF_FOREVER ? 0 : timeout_ns,
+					  send ? XF_WAIT_ON_CHAN_SEND : XF_WAIT_ON_CHAN_RECV, ch));
+}
+
+static int chan_send(xf_chan *ch, const void *msg, enum mode mode, uint64_t timeout_ns)
+{
+	return chan_op(ch, (void *)msg, true, mode, timeout_ns);
+}
+
+static int chan_recv(xf_chan *ch, void *msg, enum mode mode, uint64_t timeout_ns)
+{
+	return chan_op(ch, msg, false, mode, timeout_ns);
 }
 
 int xf_chan_send(xf_chan *ch, const void *msg)
@@ -227,4 +234,225 @@ int xf_chan_close(xf_chan *ch)
 	xf__spin_unlock(&ch->lock);
 	xf__wake_list(woken);
 	return 0;
+}
+
+/* --- select --- */
+
+/*
+ * xf_select waits on several channel operations and performs exactly one.
+ * First every case is tried, one channel lock at a time, from a random
+ * case on (when several are ready each gets its turn).  Then, if it may
+ * wait, it takes every channel's lock at once, in address order (no other
+ * path holds two), tries again, and queues one stand-in per case on its
+ * channel: a fiber structure marked XF_FIBER_F_SELECT whose wait_object is
+ * the selecting fiber.  A sender or receiver that claims a stand-in claims
+ * the fiber (waitq.c), so the first case to proceed wins and the others
+ * find it claimed; the fiber then unlinks the rest, one lock at a time.
+ * The channel code needs nothing else: a stand-in's wait_data is its case's
+ * message, as a waiting fiber's is.
+ */
+#define SELECT_ON_STACK 8 /* cases whose stand-ins fit on the stack */
+
+static unsigned select_random(void)
+{
+	static __thread uint64_t state;
+
+	if (!state)
+		state = (uintptr_t)&state ^ xf__now_ns();
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return (unsigned)(state >> 32);
+}
+
+static int try_case(xf_select_case *c, struct xf_fiber **wake)
+{
+	return c->op == XF_SELECT_SEND ? send_locked(c->chan, c->msg, wake)
+				       : recv_locked(c->chan, c->msg, wake);
+}
+
+/* Tries the cases from start on, each under its own lock (locked: all
+ * taken already, and *wake - the fiber the case's partner is - left to the
+ * caller to wake once they are dropped).  The index of the case that
+ * proceeded, with its result in it; or n. */
+static size_t try_cases(xf_select_case *cases, size_t n, size_t start, bool locked,
+			struct xf_fiber **wake)
+{
+	*wake = NULL;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = (start + k) % n;
+		int r;
+
+		if (!cases[i].chan)
+			continue;
+		if (!locked)
+			xf__spin_lock(&cases[i].chan->lock);
+		r = try_case(&cases[i], wake);
+		if (!locked)
+			xf__spin_unlock(&cases[i].chan->lock);
+		if (r == EAGAIN)
+			continue;
+		cases[i].result = r;
+		if (!locked && *wake) {
+			xf__wake(*wake);
+			*wake = NULL;
+		}
+		return i;
+	}
+	return n;
+}
+
+/* The distinct channels of the cases, in address order, into chans; their
+ * number. */
+static size_t select_channels(xf_select_case *cases, size_t n, xf_chan **chans)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+
+		if (!cases[i].chan)
+			continue;
+		for (j = 0; j < m && chans[j] != cases[i].chan; j++)
+			;
+		if (j == m)
+			chans[m++] = cases[i].chan;
+	}
+	for (size_t i = 1; i < m; i++) /* few channels: insertion sort */
+		for (size_t j = i; j > 0 && (uintptr_t)chans[j - 1] > (uintptr_t)chans[j]; j--) {
+			xf_chan *t = chans[j];
+			chans[j] = chans[j - 1];
+			chans[j - 1] = t;
+		}
+	return m;
+}
+
+static int select_wait(xf_select_case *cases, size_t n, uint64_t timeout_ns, size_t *chosen,
+		       size_t start, struct xf_fiber *self)
+{
+	struct xf_fiber on_stack[SELECT_ON_STACK], *nodes = on_stack, *wake;
+	xf_chan *chans_on_stack[SELECT_ON_STACK], **chans = chans_on_stack;
+	size_t m, i;
+	int state, err = 0;
+
+	if (n > SELECT_ON_STACK) {
+		nodes = aligned_alloc(_Alignof(struct xf_fiber), n * sizeof(*nodes));
+		chans = malloc(n * sizeof(*chans));
+		if (!nodes || !chans) {
+			free(nodes == on_stack ? NULL : nodes);
+			free(chans == chans_on_stack ? NULL : chans);
+			return ENOMEM;
+		}
+	}
+	m = select_channels(cases, n, chans);
+	for (size_t j = 0; j < m; j++)
+		xf__spin_lock(&chans[j]->lock);
+	/* Under every lock: one more try, then the stand-ins, atomically. */
+	i = try_cases(cases, n, start, true, &wake);
+	if (i == n) {
+		atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
+		self->wait_timed = true; /* claimed by compare-and-swap, case by case */
+		self->wait_data = NULL;
+		for (size_t k = 0; k < n; k++) {
+			struct xf_fiber *node = &nodes[k];
+
+			if (!cases[k].chan)
+				continue;
+			memset(node, 0, sizeof(*node));
+			node->flags = XF_FIBER_F_SELECT;
+			node->wait_object = self;
+			node->wait_data = cases[k].msg;
+			node->fork_gen = xf__rt.fork_gen;
+			node->wait_timed = true;
+			xf__waitq_push(cases[k].op == XF_SELECT_SEND ? &cases[k].chan->senders
+								     : &cases[k].chan->receivers,
+				       node);
+		}
+	}
+	for (size_t j = m; j-- > 0;)
+		xf__spin_unlock_raw(&chans[j]->lock);
+	/* One level of the locks' preemption-disable is left for the wait. */
+	for (size_t j = 1; j < m; j++)
+		xf__preempt_enable_no_resched();
+	if (i < n) {
+		xf__preempt_enable();
+		if (wake)
+			xf__wake(wake);
+		goto out;
+	}
+	state = xf__wait_block(self, timeout_ns == XF_FOREVER ? 0 : timeout_ns, NULL,
+			       XF_WAIT_ON_SELECT, cases);
+	/* Every stand-in off its queue before they go; the winner is already. */
+	for (size_t k = 0; k < n; k++) {
+		if (!cases[k].chan)
+			continue;
+		xf__spin_lock(&cases[k].chan->lock);
+		if (nodes[k].wait_queue)
+			xf__waitq_remove(nodes[k].wait_queue, &nodes[k]);
+		xf__spin_unlock(&cases[k].chan->lock);
+	}
+	if (state == XF_WAIT_WOKEN || state == XF_WAIT_CLOSED) {
+		i = (size_t)((struct xf_fiber *)self->wait_data - nodes);
+		cases[i].result = state == XF_WAIT_WOKEN ? 0 : EPIPE;
+	} else {
+		err = state == XF_WAIT_TIMEDOUT ? ETIMEDOUT : ECANCELED;
+	}
+out:
+	if (!err)
+		*chosen = i;
+	if (nodes != on_stack) {
+		free(nodes);
+		free(chans);
+	}
+	return err;
+}
+
+int xf_select(xf_select_case *cases, size_t n, uint64_t timeout_ns, size_t *chosen)
+{
+	struct xf_fiber *self;
+	size_t active = 0, start, i;
+
+	if (!chosen || (n && !cases))
+		return EINVAL;
+	for (i = 0; i < n; i++) {
+		if (!cases[i].chan)
+			continue;
+		if ((cases[i].op != XF_SELECT_SEND && cases[i].op != XF_SELECT_RECV) || !cases[i].msg)
+			return EINVAL;
+		active++;
+	}
+	if (timeout_ns && xf__cancel_point())
+		return ECANCELED;
+	if (!active) {
+		/* Nothing to wait for but the time: select {} would be forever. */
+		if (timeout_ns == XF_FOREVER)
+			return EINVAL;
+		if (timeout_ns) {
+			if (xf__self())
+				return xf_sleep_ns(timeout_ns) ? ECANCELED : ETIMEDOUT;
+			struct timespec ts = {(time_t)(timeout_ns / 1000000000u),
+					      (long)(timeout_ns % 1000000000u)};
+			while (nanosleep(&ts, &ts))
+				;
+		}
+		return ETIMEDOUT;
+	}
+	start = select_random() % n;
+	{
+		struct xf_fiber *none;
+
+		i = try_cases(cases, n, start, false, &none);
+	}
+	if (i < n) {
+		*chosen = i;
+		return 0;
+	}
+	if (!timeout_ns)
+		return ETIMEDOUT;
+	self = xf__self_or_thread();
+	if (!self)
+		return EPERM;
+	if (xf__preempt_disabled_beyond(0))
+		return xf__misuse_preempt_disabled("xf_select");
+	return select_wait(cases, n, timeout_ns, chosen, start, self);
 }

@@ -51,6 +51,18 @@ struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state)
 			xf__waitq_remove(q, f); /* gone for good */
 			continue;
 		}
+		if (unlikely(f->flags & XF_FIBER_F_SELECT)) {
+			/* One case of a select: the claim is its fiber's, which
+			 * another case, a timer or a cancel may win; the fiber
+			 * learns the case from wait_data, and unlinks the rest. */
+			struct xf_fiber *owner = (struct xf_fiber *)f->wait_object;
+
+			if (!xf__wait_claim(owner, state))
+				continue;
+			owner->wait_data = f;
+			xf__waitq_remove(q, f);
+			return f;
+		}
 		if (!f->wait_timed) {
 			XF_WARN_ON(atomic_load_explicit(&f->wait_state, memory_order_relaxed) !=
 				   XF_WAIT_WAITING);

@@ -52,12 +52,14 @@ enum kind {
 	K_READ,
 	K_POLL,
 	K_LIBC_POLL,
+	K_SELECT,
+	K_WG,
 	K_N,
 };
 static const char *const kind_names[K_N] = {
     "xf_sleep_ns",	"xf_join",	"xf_cond_wait",	    "xf_sem_wait",    "xf_sem_timedwait",
     "xf_chan_send",	"xf_chan_recv", "xf_chan_timed_recv", "xf_fd_wait",	      "xf_read",
-    "xf_poll",		"poll (libc)"};
+    "xf_poll",		"poll (libc)",	"xf_select",	    "xf_wg_wait"};
 
 static xf_mutex mtx = XF_MUTEX_INITIALIZER;
 static xf_cond cond = XF_COND_INITIALIZER;
@@ -65,6 +67,7 @@ static xf_sem sem = XF_SEM_INITIALIZER(0);
 static xf_chan *full, *empty;
 static int pipefd[2];
 static xf_fiber *forever;
+static xf_wg group = XF_WG_INITIALIZER;
 static atomic_int entered;
 
 static void *sleeps_forever(void *arg)
@@ -100,6 +103,13 @@ static int call(enum kind k)
 	case K_READ: return xf_read(pipefd[0], &c, 1) < 0 ? errno : 0;
 	case K_POLL: return xf_poll(&p, 1, -1) < 0 ? errno : 0;
 	case K_LIBC_POLL: return poll(&p, 1, -1) < 0 ? errno : 0;
+	case K_SELECT: {
+		xf_select_case sc[2] = {{empty, XF_SELECT_RECV, &v, 0}, {full, XF_SELECT_SEND, &v, 0}};
+		size_t chosen;
+
+		return xf_select(sc, 2, XF_FOREVER, &chosen);
+	}
+	case K_WG: return xf_wg_wait(&group);
 	default: break;
 	}
 	return EINVAL;
@@ -135,6 +145,7 @@ static void test_kinds(void)
 	CHECK_ERR(xf_chan_create(&empty, sizeof(long), 0), 0);
 	CHECK(pipe(pipefd) == 0);
 	CHECK_ERR(xf_spawn(&forever, sleeps_forever, NULL, NULL), 0);
+	CHECK_ERR(xf_wg_add(&group, 1), 0);
 	{
 		long v = 0;
 		CHECK_ERR(xf_chan_send(full, &v), 0); /* now full */
