@@ -253,8 +253,14 @@ XF_API int xf_init(const xf_config *cfg);
 
 /* Called by the first fiber: waits until every other fiber has finished,
  * stops the workers and returns the calling thread to plain-thread mode.
- * EPERM from any other fiber or thread, or when the runtime is not running. */
+ * EPERM from any other fiber or thread, or when the runtime is not running.
+ * Fibers waiting on descriptors fail with ECANCELED from then on. */
 XF_API int xf_shutdown(void);
+/* xf_shutdown that waits at most timeout_ns for the other fibers: then
+ * ETIMEDOUT, after writing the fibers still alive to standard error (as
+ * xf_dump does), with the runtime still running - the caller may
+ * xf_cancel_all() and try again.  XF_FOREVER: as xf_shutdown. */
+XF_API int xf_shutdown_timeout(uint64_t timeout_ns);
 
 /* ---------------------------------------------------------------------------
  * Fibers
@@ -460,6 +466,19 @@ typedef struct xf_select_case {
  * memory); EPERM from a worker's own context.  From fibers and plain
  * threads. */
 XF_API int xf_select(xf_select_case *cases, size_t n, uint64_t timeout_ns, size_t *chosen);
+
+/* A callback after after_ns, then every period_ns (0: once), run in a
+ * fiber of its own: it may block like any fiber, and never runs twice at
+ * once for one timer.  A periodic timer that falls behind skips the ticks
+ * it missed, as Go's Ticker does.  EINVAL for NULL out or fn; xf_spawn's
+ * errors.  From fibers and plain threads. */
+typedef struct xf_timer xf_timer;
+XF_API int xf_timer_start(xf_timer **out, uint64_t after_ns, uint64_t period_ns,
+			  void (*fn)(void *), void *arg);
+/* Stops t and frees it, after waiting for a callback that runs (from the
+ * callback itself it returns at once and t goes when the callback ends).
+ * 0, EINVAL for NULL. */
+XF_API int xf_timer_stop(xf_timer *t);
 
 /* ---------------------------------------------------------------------------
  * Preemption

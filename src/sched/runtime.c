@@ -398,23 +398,32 @@ void xf__runtime_fork(enum xf__fork_phase phase)
  * xf__fiber_finish), so an exit racing the start of the wait may not. */
 #define XF_SHUTDOWN_RECHECK_NS (5 * 1000 * 1000)
 
-/* Blocks the first fiber until it is the only one left. */
-static void wait_for_others(struct xf_fiber *self)
+/* Blocks the first fiber until it is the only one left, or until
+ * deadline_ns (0: none); whether it is. */
+static bool wait_for_others(struct xf_fiber *self, uint64_t deadline_ns)
 {
 	while (xf__live_fibers() > 1) {
+		uint64_t now = xf__now_ns(), wait = XF_SHUTDOWN_RECHECK_NS;
+
+		if (deadline_ns && now >= deadline_ns)
+			break;
+		if (deadline_ns && deadline_ns - now < wait)
+			wait = deadline_ns - now;
 		xf__wait_prepare(self);
 		atomic_store_explicit(&xf__rt.shutdown_waiting, 1, memory_order_seq_cst);
 		if (xf__live_fibers() == 1)
 			xf__wait_cancel(self);
 		else
-			xf__wait_block(self, XF_SHUTDOWN_RECHECK_NS, NULL, XF_WAIT_ON_SHUTDOWN, NULL);
+			xf__wait_block(self, wait, NULL, XF_WAIT_ON_SHUTDOWN, NULL);
 	}
 	atomic_store_explicit(&xf__rt.shutdown_waiting, 0, memory_order_relaxed);
+	return xf__live_fibers() == 1;
 }
 
-int xf_shutdown(void)
+int xf_shutdown_timeout(uint64_t timeout_ns)
 {
 	struct xf__worker *w = xf__this_worker();
+	uint64_t now = xf__now_ns(), deadline = 0;
 	struct xf_fiber *self;
 
 	if (!w || !atomic_load(&xf__rt.running) || w->current != xf__rt.first)
@@ -422,10 +431,21 @@ int xf_shutdown(void)
 	if (xf__preempt_disabled_beyond(0) && xf__live_fibers() > 1)
 		return xf__misuse_preempt_disabled("xf_shutdown");
 	self = w->current;
+	if (timeout_ns != XF_FOREVER && timeout_ns <= UINT64_MAX - now)
+		deadline = now + (timeout_ns ? timeout_ns : 1);
 	/* Fibers waiting on descriptors would wait forever: they fail with
 	 * ECANCELED, and so does every wait from now on. */
 	xf__io_cancel_all();
-	wait_for_others(self);
+	if (!wait_for_others(self, deadline)) {
+		static const char msg[] =
+		    "xfiber: xf_shutdown_timeout: fibers still alive after the timeout:\n";
+
+		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+			/* nowhere to say it */
+		}
+		xf_dump(STDERR_FILENO);
+		return ETIMEDOUT;
+	}
 	xf__dump_signal_stop(); /* before the lock: its dump takes it */
 
 	pthread_mutex_lock(&lifecycle);
@@ -445,4 +465,9 @@ int xf_shutdown(void)
 	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING);
 	pthread_mutex_unlock(&lifecycle);
 	return 0;
+}
+
+int xf_shutdown(void)
+{
+	return xf_shutdown_timeout(XF_FOREVER);
 }

@@ -1,0 +1,72 @@
+/*
+ * test_shutdown.c - xf_shutdown_timeout: a fiber blocked for good on a
+ * channel nobody closes keeps xf_shutdown waiting forever; the timed
+ * shutdown says so on stderr (the stuck fiber, where it waits) and returns
+ * ETIMEDOUT with the runtime still running, and after xf_cancel_all the
+ * next one succeeds.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "xfiber.h"
+
+static xf_chan *forgotten;
+
+static void *stuck_receiver(void *arg)
+{
+	long v;
+
+	(void)arg;
+	return (void *)(intptr_t)xf_chan_recv(forgotten, &v);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void child(void)
+{
+	xf_fiber *f;
+	uint64_t t0;
+
+	CHECK_ERR(xf_init(&(xf_config){.workers = 2}), 0);
+	CHECK_ERR(xf_chan_create(&forgotten, sizeof(long), 0), 0);
+	CHECK_ERR(xf_spawn(&f, stuck_receiver, NULL, &(xf_attr){.name = "forgotten-reader",
+								   .worker = -1}),
+		  0);
+	CHECK_ERR(xf_detach(f), 0);
+	xf_sleep_ns(5000000);
+	t0 = now_ns();
+	CHECK_ERR(xf_shutdown_timeout(50000000), ETIMEDOUT);
+	CHECK(now_ns() - t0 >= 50000000);
+	/* Still running: fibers work. */
+	CHECK(xf_self() != NULL);
+	CHECK_ERR(xf_sleep_ns(1000), 0);
+	CHECK_ERR(xf_cancel_all(), 0);
+	CHECK_ERR(xf_shutdown_timeout(5ull * 1000000000), 0);
+	CHECK_ERR(xf_chan_destroy(forgotten), 0);
+	CHECK_ERR(xf_shutdown_timeout(1000), EPERM); /* no runtime now */
+}
+
+int main(void)
+{
+	char out[16384];
+	int status;
+
+	alarm(30);
+	status = xf_test_run_child(child, out, sizeof(out));
+	fputs(out, stdout);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(strstr(out, "xf_shutdown_timeout: fibers still alive after the timeout"));
+	CHECK(strstr(out, "\"forgotten-reader\" [blocked on channel receive"));
+	printf("shutdown_timeout: ok\n");
+	return 0;
+}
