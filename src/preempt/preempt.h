@@ -158,7 +158,24 @@ int xf__tick_send(pid_t tid, uint64_t value);
 
 /* stall.c: a worker stuck inside code that cannot be preempted, reported. */
 #define XF_STALL_FRAMES 32
+/* What the reporter thread writes: copied by the ticker, which must not
+ * wait for the loader's lock or a full pipe itself. */
+struct xf__stall_report {
+	unsigned worker;
+	pid_t tid;
+	uint64_t fiber_id;
+	char name[32]; /* XF_NAME_MAX */
+	const void *fn, *spawn_site;
+	char what[160];
+	unsigned nr; /* frames in pc, from the interrupted instruction on; 0: none */
+	uintptr_t pc[XF_STALL_FRAMES];
+};
 int xf__stall_configure(void); /* XFIBER_STALL_MS; EINVAL for a bad value */
+/* With the ticker: the reporter thread, where reports are wanted; stopped
+ * (or left, if stuck writing) with it; forgotten in a fork's child. */
+int xf__stall_start(void);
+void xf__stall_stop(void);
+void xf__stall_forget(void);
 /* The ticker, at a worker that has not switched since w->tick_since_ns and
  * runs cur on thread tid: reports it once if it is stuck. */
 void xf__stall_check(struct xf__worker *w, struct xf_fiber *cur, pid_t tid, uint64_t now,

@@ -3,40 +3,49 @@
  *
  * A worker that has not switched for XFIBER_STALL_MS (2,000 ms unless set)
  * while other fibers wait for it, and whose preemptions keep being
- * deferred, is stuck inside code the runtime may not preempt: a lock of
- * the C library that waits for itself, a blocking call the runtime does not
- * know, a long loop in libc.  Nothing else would ever say so; its other
- * fibers simply never run again.  So the ticker, which sees it (ticker.c),
- * writes one report per stall to stderr: the worker, how long, how many
- * preemptions were deferred, and the fiber with its backtrace, as
- * xf_dump() shows a running fiber.  XFIBER_STALL_MS=off (or 0) turns it
- * off.  A worker that switches again may be reported again later.
+ * deferred, runs code the runtime may not preempt: a lock of the C library
+ * that waits for itself, a blocking call the runtime does not know, a long
+ * loop in libc or with preemption disabled.  Nothing else would ever say
+ * so; its other fibers simply wait.  So the ticker, which sees it
+ * (ticker.c), has one report per stall written to stderr: the worker, how
+ * long, how many preemptions were deferred, and the fiber with its
+ * backtrace, as xf_dump() shows a running fiber.  XFIBER_STALL_MS=off (or
+ * 0) turns it off.  A worker that switches again may be reported again.
  *
- * The backtrace is the stuck thread's own: the ticker asks for it with a
- * tick carrying XF_TICK_REPORT, whose handler (signal.c) unwinds from its
- * own frame across the kernel's signal frame - libgcc follows the
- * restorer's CFI - into the interrupted code, and only records return
- * addresses; the ticker waits for them up to CAPTURE_WAIT_NS, then names
- * them (sched/debug.c).  A thread that never runs the handler (the signal
- * blocked) gets a report without one.
+ * The ticker must never wait for anything, or no worker is preempted while
+ * it waits.  So it only gathers: the backtrace comes from the stuck thread
+ * itself - a tick carrying XF_TICK_REPORT, whose handler (signal.c)
+ * unwinds from its own frame across the kernel's signal frame into the
+ * interrupted code and records return addresses - and the rest is copied
+ * into a report that a thread of its own, the reporter, names (dladdr,
+ * which takes the loader's lock: the stuck fiber may hold it, inside a
+ * dlopen) and writes (stderr may be a full pipe).  A reporter that is
+ * stuck itself only means the next reports are dropped.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include <unwind.h>
 
 #include "preempt/preempt.h"
 #include "sched/sched.h"
 
-#define STALL_DEFAULT_MS 2000
+#define STALL_DEFAULT_MS   2000
+#define STALL_MAX_MS	   (24ul * 3600 * 1000) /* a day */
 /* Deferred preemptions that make a stall: the ticker re-sends one every
  * tick while others wait (thousands in a real stall); a fiber that merely
  * has not switched since the runtime started has seen one or two. */
 #define STALL_DEFERRED_MIN 16
-#define CAPTURE_WAIT_NS	 (200 * 1000 * 1000ull)
+#define CAPTURE_WAIT_NS	   (200 * 1000 * 1000ull)
+#define CAPTURE_RESEND_NS  (20 * 1000 * 1000ull) /* a standard signal merges with a pending one */
 
 static uint64_t stall_ns; /* 0: no reports */
 
@@ -48,6 +57,16 @@ static struct {
 	unsigned nr;
 	uintptr_t pc[XF_STALL_FRAMES];
 } capture;
+
+/* The report being written, and the thread that writes it. */
+static struct {
+	pthread_t thread;
+	bool started;
+	_Atomic uint32_t wake; /* futex: bumped to post a report or to stop */
+	_Atomic bool busy;     /* a report is posted and not yet written */
+	_Atomic bool stopping;
+	struct xf__stall_report r;
+} reporter;
 
 int xf__stall_configure(void)
 {
@@ -64,11 +83,11 @@ int xf__stall_configure(void)
 	}
 	errno = 0;
 	ms = strtoul(env, &end, 10);
-	if (errno || *end || env[0] == '-' || ms > 24ul * 3600 * 1000) {
+	if (errno || *end || env[0] < '0' || env[0] > '9' || ms > STALL_MAX_MS) {
 		fprintf(stderr,
-			"xfiber: XFIBER_STALL_MS=%s: say a number of milliseconds (0 or off: no "
-			"stall reports)\n",
-			env);
+			"xfiber: XFIBER_STALL_MS=%s: say a number of milliseconds up to %lu (a day), "
+			"or off (0 too): no stall reports\n",
+			env, STALL_MAX_MS);
 		return EINVAL;
 	}
 	stall_ns = (uint64_t)ms * 1000000u;
@@ -112,6 +131,82 @@ void xf__stall_capture(const struct xf__worker *w)
 	atomic_store_explicit(&capture.state, CAPTURE_DONE, memory_order_release);
 }
 
+/* --- the reporter thread --- */
+
+static long futex(_Atomic uint32_t *word, int op, uint32_t val)
+{
+	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
+}
+
+static void *reporter_main(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL); /* never run a handler here */
+	for (;;) {
+		uint32_t seen = atomic_load(&reporter.wake);
+
+		if (atomic_load(&reporter.stopping))
+			break;
+		if (atomic_load_explicit(&reporter.busy, memory_order_acquire)) {
+			xf__stall_write(&reporter.r);
+			atomic_store_explicit(&reporter.busy, false, memory_order_release);
+			continue;
+		}
+		futex(&reporter.wake, FUTEX_WAIT_PRIVATE, seen);
+	}
+	return NULL;
+}
+
+static void reporter_post(void)
+{
+	atomic_store_explicit(&reporter.busy, true, memory_order_release);
+	atomic_fetch_add(&reporter.wake, 1);
+	futex(&reporter.wake, FUTEX_WAKE_PRIVATE, 1);
+}
+
+int xf__stall_start(void)
+{
+	int err = xf__stall_configure();
+
+	if (err || !stall_ns)
+		return err;
+	atomic_store(&reporter.stopping, false);
+	atomic_store(&reporter.busy, false);
+	err = pthread_create(&reporter.thread, NULL, reporter_main, NULL);
+	reporter.started = !err;
+	return err;
+}
+
+void xf__stall_stop(void)
+{
+	if (!reporter.started)
+		return;
+	atomic_store(&reporter.stopping, true);
+	atomic_fetch_add(&reporter.wake, 1);
+	futex(&reporter.wake, FUTEX_WAKE_PRIVATE, 1);
+	/* A reporter stuck in a write to a full pipe, or on the loader's
+	 * lock, is left behind rather than waited for. */
+	for (int i = 0; i < 100 && atomic_load(&reporter.busy); i++) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	if (atomic_load(&reporter.busy))
+		pthread_detach(reporter.thread);
+	else
+		pthread_join(reporter.thread, NULL);
+	reporter.started = false;
+}
+
+void xf__stall_forget(void)
+{
+	reporter.started = false; /* a fork's child: the thread is the parent's */
+	atomic_store(&reporter.busy, false);
+	atomic_store(&capture.state, CAPTURE_FREE);
+}
+
 /* --- in the ticker --- */
 
 static void sleep_ns(uint64_t ns)
@@ -121,8 +216,8 @@ static void sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-/* Asks w's thread for the backtrace of what it runs; the number of frames
- * in capture.pc, 0 if it did not answer in time. */
+/* Asks w's thread for the backtrace of what it runs, into capture.pc;
+ * the number of frames, 0 if it did not answer in time. */
 static unsigned capture_from(struct xf__worker *w, pid_t tid)
 {
 	int asked = CAPTURE_ASKED;
@@ -131,19 +226,24 @@ static unsigned capture_from(struct xf__worker *w, pid_t tid)
 	capture.worker = w->id;
 	capture.nr = 0;
 	atomic_store(&capture.state, CAPTURE_ASKED);
-	if (xf__tick_send(tid, XF_TICK_TAG | XF_TICK_FORCED | XF_TICK_REPORT)) {
-		atomic_store(&capture.state, CAPTURE_FREE);
-		return 0;
-	}
 	while (atomic_load_explicit(&capture.state, memory_order_acquire) != CAPTURE_DONE) {
+		/* Sent again now and then: a standard signal sent while an
+		 * ordinary tick is pending merges into that one. */
+		if (waited % CAPTURE_RESEND_NS == 0 &&
+		    atomic_load(&capture.state) == CAPTURE_ASKED &&
+		    xf__tick_send(tid, XF_TICK_TAG | XF_TICK_FORCED | XF_TICK_REPORT))
+			break;
 		/* Withdrawn if the handler has not begun by then; once it has,
 		 * its unwinding ends soon. */
-		if (waited >= CAPTURE_WAIT_NS &&
-		    atomic_compare_exchange_strong(&capture.state, &asked, CAPTURE_FREE))
-			return 0;
+		if (waited >= CAPTURE_WAIT_NS)
+			break;
 		sleep_ns(1000000);
 		waited += 1000000;
 	}
+	if (atomic_compare_exchange_strong(&capture.state, &asked, CAPTURE_FREE))
+		return 0;
+	while (atomic_load_explicit(&capture.state, memory_order_acquire) != CAPTURE_DONE)
+		sleep_ns(100000); /* taking: it ends */
 	atomic_store(&capture.state, CAPTURE_FREE);
 	return capture.nr;
 }
@@ -152,18 +252,34 @@ void xf__stall_check(struct xf__worker *w, struct xf_fiber *cur, pid_t tid, uint
 		     bool others_wait)
 {
 	uint64_t deferred = __atomic_load_n(&w->stats.preemptions_deferred, __ATOMIC_RELAXED);
+	struct xf__stall_report *r = &reporter.r;
+	const char *name;
 	unsigned nr;
-	char what[160];
 
-	if (!stall_ns || w->stall_reported || !others_wait || now - w->tick_since_ns < stall_ns ||
-	    deferred - w->tick_deferred < STALL_DEFERRED_MIN)
+	if (!stall_ns || !reporter.started || w->stall_reported || !others_wait ||
+	    now - w->tick_since_ns < stall_ns || deferred - w->tick_deferred < STALL_DEFERRED_MIN ||
+	    atomic_load_explicit(&reporter.busy, memory_order_acquire))
 		return;
 	w->stall_reported = true;
 	nr = capture_from(w, tid);
-	snprintf(what, sizeof(what),
-		 "has run one fiber for %lu ms without a switch while others wait; %lu "
-		 "preemptions deferred",
-		 (unsigned long)((now - w->tick_since_ns) / 1000000u),
+	/* The stall may have ended meanwhile: then there is nothing to say. */
+	if (__atomic_load_n(&w->stats.switches, __ATOMIC_RELAXED) != w->tick_switches)
+		return;
+	r->worker = w->id;
+	r->tid = tid;
+	r->fiber_id = cur->id;
+	name = __atomic_load_n(&cur->name, __ATOMIC_ACQUIRE);
+	if (name)
+		snprintf(r->name, sizeof(r->name), "%s", name);
+	else
+		r->name[0] = 0;
+	r->fn = (const void *)(uintptr_t)cur->fn;
+	r->spawn_site = cur->spawn_site;
+	snprintf(r->what, sizeof(r->what),
+		 "has not switched for %lu ms while others wait; %lu preemptions deferred",
+		 (unsigned long)((xf__now_ns() - w->tick_since_ns) / 1000000u),
 		 (unsigned long)(deferred - w->tick_deferred));
-	xf__stall_write(w, cur, what, capture.pc, nr);
+	r->nr = nr;
+	memcpy(r->pc, capture.pc, nr * sizeof(r->pc[0]));
+	reporter_post();
 }

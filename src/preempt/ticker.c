@@ -243,12 +243,13 @@ static void *ticker_main(void *arg)
 
 int xf__ticker_start(void)
 {
-	int err = xf__stall_configure();
+	int err = xf__stall_start();
 
 	if (err)
 		return err;
 	err = pthread_create(&ticker.thread, NULL, ticker_main, NULL);
-
+	if (err)
+		xf__stall_stop();
 	ticker.started = !err;
 	return err;
 }
@@ -272,6 +273,7 @@ void xf__ticker_wake(void)
 
 void xf__ticker_forget(void)
 {
+	xf__stall_forget();
 	ticker.started = false;
 	atomic_store(&ticker.wake, 0);
 	atomic_store(&xf__ticker_sleeping_long, 0);
@@ -285,4 +287,5 @@ void xf__ticker_stop(void)
 	syscall(SYS_futex, &ticker.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	pthread_join(ticker.thread, NULL);
 	ticker.started = false;
+	xf__stall_stop();
 }

@@ -541,25 +541,32 @@ int xf_dump(int fd)
 	return err;
 }
 
-void xf__stall_write(const struct xf__worker *w, const struct xf_fiber *f, const char *what,
-		     const uintptr_t *pc, unsigned nr)
+void xf__stall_write(const struct xf__stall_report *r)
 {
 	struct out o = {0};
 
-	out_printf(&o, "xfiber: worker %u (thread %d) %s: it is stuck in code that cannot be "
-		       "preempted (XFIBER_STALL_MS=off silences this)\n",
-		   w->id, w->tid, what);
-	out_printf(&o, "fiber %lu", (unsigned long)f->id);
-	if (f->name)
-		out_printf(&o, " \"%s\"", f->name);
-	out_printf(&o, " [running on worker %u (thread %d)]:\n", w->id, w->tid);
-	for (unsigned i = 0; i < nr; i++) {
+	out_printf(&o, "xfiber: worker %u (thread %d) %s: it runs code that cannot be preempted "
+		       "(XFIBER_STALL_MS=off silences this)\n",
+		   r->worker, r->tid, r->what);
+	out_printf(&o, "fiber %lu", (unsigned long)r->fiber_id);
+	if (r->name[0])
+		out_printf(&o, " \"%s\"", r->name);
+	out_printf(&o, " [running on worker %u (thread %d)]:\n", r->worker, r->tid);
+	for (unsigned i = 0; i < r->nr; i++) {
 		out_printf(&o, "    #%-2u ", i);
-		out_address(&o, pc[i], i == 0); /* the first: the interrupted instruction */
+		out_address(&o, r->pc[i], i == 0); /* the first: the interrupted instruction */
 	}
-	if (!nr)
+	if (!r->nr)
 		out_printf(&o, "    (no backtrace: the thread did not answer)\n");
-	out_origin(&o, f);
+	if (r->fn) {
+		out_printf(&o, "    entry ");
+		out_address(&o, (uintptr_t)r->fn, true);
+	}
+	if (r->spawn_site) {
+		out_printf(&o, "    spawned at ");
+		out_address(&o, (uintptr_t)r->spawn_site, false);
+	}
+	out_printf(&o, "\n");
 	if (o.buf)
 		write_all(STDERR_FILENO, o.buf, o.len, false);
 	free(o.buf);

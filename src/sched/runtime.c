@@ -458,6 +458,7 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 	/* The first fiber is pinned to worker 0: this is worker 0's thread. */
 	w = xf__this_worker();
 	xf__fls_destroy(self);
+	xf__pthread_fiber_exit(self); /* its table of thread-owned locks (sync/pthread.c) */
 	xf__overflow_handler_remove(w);
 	release_workers(xf__rt.nr_workers);
 	xf__poller_stop();

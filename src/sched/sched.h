@@ -438,11 +438,9 @@ void xf__dump_signal_stop(void);
  * signal dumps nothing there. */
 void xf__dump_signal_fork_child(void);
 
-/* The stall report (preempt/stall.c) on stderr: worker w, which `what`
- * describes, runs f, whose backtrace from the interrupted code is pc[0..nr)
- * (nr 0: none was captured). */
-void xf__stall_write(const struct xf__worker *w, const struct xf_fiber *f, const char *what,
-		     const uintptr_t *pc, unsigned nr);
+/* Writes a stall report (preempt/stall.c) to stderr, naming its frames;
+ * from the reporter thread. */
+void xf__stall_write(const struct xf__stall_report *r);
 
 /* How an idle worker sleeps (xf__worker.parked): the kicker wakes it so. */
 enum { XF_AWAKE, XF_PARKED_FUTEX, XF_PARKED_POLLER };

@@ -314,7 +314,11 @@ static int mutex_try(struct xf_fiber *f, pthread_mutex_t *m)
 {
 	int err = EBUSY;
 
-	own_reserve(f);
+	/* Only a lock the thread owns is recorded: a normal one never takes
+	 * this room, and an allocator's own normal mutex (jemalloc's) must not
+	 * allocate inside its malloc. */
+	if (mutex_thread_owned(m))
+		own_reserve(f);
 	xf__preempt_disable();
 	if (!mutex_held_here(f, m))
 		err = XF_REAL(pthread_mutex_trylock)(m);
