@@ -1,9 +1,10 @@
 #!/bin/sh
-# usage: install_test.sh BUILD_DIR SOURCE_DIR CC
+# usage: install_test.sh BUILD_DIR SOURCE_DIR CC CXX
 # Installs BUILD_DIR into a scratch prefix, then builds and runs consumer.c
-# with pkg-config (shared and static) and with find_package(xfiber).
+# with pkg-config (shared and static) and with find_package(xfiber), and
+# consumer.cpp (the C++ layer, C++17) with pkg-config.
 set -eu
-build=$1 src=$2 cc=$3
+build=$1 src=$2 cc=$3 cxx=$4
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 prefix=$scratch/prefix
@@ -21,6 +22,9 @@ LD_LIBRARY_PATH=$prefix/lib "$scratch/consumer"
 "$cc" -static-libgcc -o "$scratch/consumer_static" "$src/consumer.c" \
 	$(pkg-config --cflags xfiber) "$prefix/lib/libxfiber.a" -pthread
 "$scratch/consumer_static"
+# shellcheck disable=SC2046
+"$cxx" -std=c++17 -o "$scratch/consumer_cxx" "$src/consumer.cpp" $(pkg-config --cflags --libs xfiber)
+LD_LIBRARY_PATH=$prefix/lib "$scratch/consumer_cxx"
 
 mkdir "$scratch/cm"
 cp "$src/consumer.c" "$scratch/cm/"

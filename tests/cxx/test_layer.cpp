@@ -1,0 +1,309 @@
+// test_layer.cpp - include/xfiber.hpp, C++17, as a user writes it: fibers
+// with arguments, exceptions rethrown by join, move-only values through
+// channels (and none leaked), select with callbacks and a timeout, wait
+// groups, mutexes with std::lock_guard and std::unique_lock, condition
+// variables, timers, cancellation as std::errc::operation_canceled.
+//
+// usage: test_layer WORKERS
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <unistd.h>
+#include <vector>
+
+#include "xfiber.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+[[noreturn]] void fail(const char *what, int line)
+{
+	std::fprintf(stderr, "FAIL test_layer.cpp:%d: %s\n", line, what);
+	std::exit(1);
+}
+#define CHECK(c)                                                                                   \
+	do {                                                                                       \
+		if (!(c))                                                                          \
+			fail("check failed: " #c, __LINE__);                                       \
+	} while (0)
+
+// Counts its lives: every one made is destroyed exactly once.
+struct tracked {
+	static std::atomic<long> alive;
+	std::unique_ptr<int> v; // move-only
+	explicit tracked(int x) : v(std::make_unique<int>(x)) { alive++; }
+	tracked(tracked &&o) noexcept : v(std::move(o.v)) { alive++; }
+	tracked &operator=(tracked &&o) noexcept
+	{
+		v = std::move(o.v);
+		return *this;
+	}
+	~tracked() { alive--; }
+};
+std::atomic<long> tracked::alive{0};
+
+void test_fiber()
+{
+	int result = 0;
+	{
+		xf::fiber f([](int a, int b, int *out) { *out = a + b; }, 2, 3, &result);
+		CHECK(f.joinable());
+		f.join();
+		CHECK(!f.joinable() && result == 5);
+	}
+	// An exception escaping the callable comes back from join().
+	xf::fiber bad([] { throw std::runtime_error("from a fiber"); });
+	try {
+		bad.join();
+		fail("join did not rethrow", __LINE__);
+	} catch (const std::runtime_error &e) {
+		CHECK(std::string(e.what()) == "from a fiber");
+	}
+	// Moved, then joined by the destructor, like std::jthread.
+	std::atomic<int> ran{0};
+	{
+		std::vector<xf::fiber> many;
+		for (int i = 0; i < 20; i++)
+			many.emplace_back([&ran] {
+				xf::this_fiber::sleep_for(1ms);
+				ran++;
+			});
+		xf::fiber moved = std::move(many.back());
+		many.pop_back();
+	}
+	CHECK(ran == 20);
+	// Detached: nobody joins.
+	std::atomic<bool> done{false};
+	xf::fiber d([&done] { done = true; });
+	d.detach();
+	CHECK(!d.joinable());
+	while (!done)
+		xf::this_fiber::yield();
+	try {
+		d.join();
+		fail("join of a detached fiber", __LINE__);
+	} catch (const std::system_error &e) {
+		CHECK(e.code().value() == EINVAL);
+	}
+}
+
+void test_cancel()
+{
+	xf::channel<int> never(0);
+	std::atomic<int> outcome{0};
+	xf::fiber f([&] {
+		try {
+			never.recv();
+			outcome = 1;
+		} catch (const std::system_error &e) {
+			outcome = e.code() == std::errc::operation_canceled ? 2 : 3;
+		}
+		CHECK(xf::this_fiber::cancelled());
+		try {
+			xf::this_fiber::sleep_for(1s); // and every later call
+			outcome = 4;
+		} catch (const std::system_error &e) {
+			if (e.code() != std::errc::operation_canceled)
+				outcome = 5;
+		}
+	});
+	xf::this_fiber::sleep_for(2ms);
+	f.cancel();
+	f.join();
+	CHECK(outcome == 2);
+}
+
+void test_channel()
+{
+	{
+		xf::channel<tracked> ch(4);
+		xf::fiber p([&] {
+			for (int i = 0; i < 100; i++)
+				ch.send(tracked(i));
+			ch.close();
+		});
+		int expect = 0;
+		while (auto v = ch.recv()) {
+			CHECK(*v->v == expect);
+			expect++;
+		}
+		CHECK(expect == 100);
+		p.join();
+		try {
+			ch.send(tracked(7));
+			fail("send on a closed channel", __LINE__);
+		} catch (const std::system_error &e) {
+			CHECK(e.code().value() == EPIPE);
+		}
+	}
+	CHECK(tracked::alive == 0);
+	// Destroyed with values still buffered: none leaks.
+	{
+		xf::channel<tracked> ch(8);
+		for (int i = 0; i < 5; i++)
+			CHECK(ch.try_send(tracked(i)));
+		tracked t(99);
+		CHECK(ch.send_for(t, 1ms));
+		CHECK(!t.v); // moved in
+		CHECK(tracked::alive == 7);
+	}
+	CHECK(tracked::alive == 0);
+	// Full: try_send and send_for keep the value.
+	{
+		xf::channel<tracked> ch(1);
+		tracked a(1), b(2);
+		CHECK(ch.try_send(a));
+		CHECK(!ch.try_send(b) && b.v && *b.v == 2);
+		CHECK(!ch.send_for(b, 1ms) && b.v && *b.v == 2);
+		auto got = ch.try_recv();
+		CHECK(got && *got->v == 1);
+		CHECK(!ch.try_recv());
+		CHECK(!ch.recv_for(1ms));
+	}
+	CHECK(tracked::alive == 0);
+	// A trivially copyable type travels by value.
+	xf::channel<double> nums(0);
+	xf::fiber s([&] { nums.send(2.5); });
+	CHECK(nums.recv() == 2.5);
+}
+
+void test_select()
+{
+	xf::channel<std::string> words(1);
+	xf::channel<int> nums(0);
+	std::string got;
+	int which = -1;
+
+	words.send("hello");
+	std::size_t i = xf::select(xf::on_recv(nums, [&](std::optional<int>) { which = 0; }),
+				   xf::on_recv(words, [&](std::optional<std::string> w) {
+					   which = 1;
+					   got = *w;
+				   }));
+	CHECK(i == 1 && which == 1 && got == "hello");
+	// Nothing ready: the timeout case.
+	i = xf::select(xf::on_recv(nums, [&](std::optional<int>) { which = 0; }),
+		       xf::on_timeout(2ms, [&] { which = 9; }));
+	CHECK(i == 1 && which == 9);
+	// A send case meets a receiver.
+	xf::fiber r([&] { CHECK(nums.recv() == 42); });
+	i = xf::select(xf::on_send(nums, 42, [&] { which = 3; }), xf::on_timeout(5s, [] {}));
+	CHECK(i == 0 && which == 3);
+	r.join();
+	// A closed channel's receive case: an empty value.
+	words.close();
+	std::optional<std::string> last = std::string("x");
+	xf::select(xf::on_recv(words, [&](std::optional<std::string> w) { last = w; }));
+	CHECK(!last);
+	// A send case that loses frees its moved value.
+	{
+		xf::channel<tracked> full(0);
+		xf::select(xf::on_send(full, tracked(5)), xf::on_timeout(1ms, [] {}));
+	}
+	CHECK(tracked::alive == 0);
+}
+
+void test_sync()
+{
+	xf::mutex m;
+	xf::condition_variable cv;
+	xf::wait_group wg;
+	long counter = 0;
+	bool ready = false;
+
+	wg.add(10);
+	std::vector<xf::fiber> fs;
+	for (int i = 0; i < 10; i++)
+		fs.emplace_back([&] {
+			{
+				std::unique_lock<xf::mutex> lk(m);
+				cv.wait(lk, [&] { return ready; });
+			}
+			for (int k = 0; k < 1000; k++) {
+				std::lock_guard<xf::mutex> g(m);
+				counter++;
+			}
+			wg.done();
+		});
+	xf::this_fiber::sleep_for(1ms);
+	{
+		std::lock_guard<xf::mutex> g(m);
+		ready = true;
+	}
+	cv.notify_all();
+	CHECK(wg.wait_for(10s));
+	CHECK(counter == 10000);
+	{
+		std::unique_lock<xf::mutex> lk(m);
+		CHECK(cv.wait_for(lk, 1ms) == std::cv_status::timeout);
+		CHECK(!cv.wait_for(lk, 1ms, [] { return false; }));
+	}
+	xf::wait_group never;
+	never.add(1);
+	CHECK(!never.wait_for(1ms));
+	never.done();
+	try {
+		never.done();
+		fail("a wait group below zero", __LINE__);
+	} catch (const std::system_error &e) {
+		CHECK(e.code().value() == EINVAL);
+	}
+}
+
+void test_timer()
+{
+	std::atomic<int> ticks{0};
+	{
+		xf::timer t(1ms, 2ms, [&] { ticks++; });
+		xf::this_fiber::sleep_for(20ms);
+	}
+	int seen = ticks;
+	CHECK(seen >= 3);
+	xf::this_fiber::sleep_for(10ms);
+	CHECK(ticks == seen); // stopped by its destructor
+	std::atomic<bool> once{false};
+	xf::timer o(1ms, [&] { once = true; });
+	xf::this_fiber::sleep_for(20ms);
+	CHECK(once);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		std::fprintf(stderr, "usage: test_layer WORKERS\n");
+		return 2;
+	}
+	alarm(50);
+	xf_config cfg{};
+	cfg.workers = unsigned(std::atoi(argv[1]));
+	cfg.slice_us = 100;
+	{
+		xf::runtime rt(cfg);
+		test_fiber();
+		test_cancel();
+		test_channel();
+		test_select();
+		test_sync();
+		test_timer();
+		CHECK(rt.shutdown_for(5s));
+	}
+	try {
+		xf_config bad{};
+		bad.slice_us = 1; // below XF_SLICE_US_MIN
+		xf::runtime rt(bad);
+		fail("a bad config made a runtime", __LINE__);
+	} catch (const std::system_error &e) {
+		CHECK(e.code().value() == EINVAL);
+	}
+	std::printf("xfiber.hpp: ok\n");
+	return 0;
+}
