@@ -42,6 +42,9 @@
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif
+#ifndef MADV_GUARD_REMOVE
+#define MADV_GUARD_REMOVE 103
+#endif
 
 #define XF_SLAB_STACKS 16
 #define PAGE	       4096u
@@ -154,6 +157,44 @@ static int guard(void *lo)
 	if (errno == ENOMEM)
 		say_map_limit();
 	return errno;
+}
+
+/*
+ * For debuggers: gdb's gcore stops copying a mapping at the first page it
+ * cannot read, which a guard of MADV_GUARD_INSTALL is, so a slab's cores
+ * lost every stack past its first guard.  The gdb extension's `fiber gcore
+ * FILE` takes the guards away (install 0), runs gcore, and puts them back
+ * (install 1), with every thread stopped.  So no lock here: a stopped
+ * thread may hold one, and nothing moves meanwhile.  Only guards of
+ * MADV_GUARD_INSTALL (mprotect's are mappings of their own, which gcore
+ * passes over).  The number of guards changed.
+ */
+__attribute__((visibility("default"), used)) int xf_debug_stack_guards(int install);
+
+int xf_debug_stack_guards(int install)
+{
+	const int advice = install ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE;
+	int done = 0;
+
+	if (guard_mode != GUARD_MADVISE)
+		return 0;
+	for (struct slab *s = stacks.slabs; s; s = s->next) {
+		size_t slot = s->len / XF_SLAB_STACKS;
+		unsigned carved = s == stacks.carving ? XF_SLAB_STACKS - stacks.carve_left
+						       : XF_SLAB_STACKS;
+
+		for (unsigned i = 0; i < carved; i++)
+			done += madvise((char *)s->base + i * slot, XF_GUARD_SIZE, advice) == 0;
+	}
+	/* Stacks of other sizes: a mapping each, its guard first. */
+	for (size_t c = 0; c < xf__fiber_arena.nr; c++)
+		for (size_t i = 0; i < XF_ARENA_CHUNK; i++) {
+			const struct xf_fiber *f = &xf__fiber_arena.chunks[c][i];
+
+			if (f->magic == XF_FIBER_MAGIC && f->stack.region && f->stack.base)
+				done += madvise(f->stack.region, XF_GUARD_SIZE, advice) == 0;
+		}
+	return done;
 }
 
 /* One stack of any size in a mapping of its own. */

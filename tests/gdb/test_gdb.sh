@@ -6,9 +6,10 @@
 # check_fibers judge what the extension said.
 #   live   the running process, stopped where every fiber is in its state;
 #          the extension loads by itself from the library's section
-#   core   a core written there by gcore (stack guards by mprotect: see
-#          below); the extension loaded by hand (SCRIPT), as for a program
-#          whose library carries none
+#   core   a core written there by the extension's `fiber gcore` (plain
+#          gcore loses the stacks behind the runtime's guards: see below);
+#          read back with the extension loaded by hand (SCRIPT), as for a
+#          program whose library carries none
 #   crash  the core the kernel writes when the program crashes (SIGSEGV);
 #          where the kernel's core_pattern hands cores to a program
 #          instead of a file, gdb catches the crash and writes it
@@ -58,9 +59,10 @@ live)
 	;;
 core)
 	# gdb 13's gcore drops the rest of a mapping at the first page it
-	# cannot read, which a guard of MADV_GUARD_INSTALL is: guards by
-	# mprotect keep the stacks in gcore's cores (docs/observability.md).
-	XFIBER_STACK_GUARD=mprotect gdb_batch -x "$scratch/run.gdb" -ex "gcore $scratch/core" \
+	# cannot read, which a guard of MADV_GUARD_INSTALL is: `fiber gcore`
+	# lifts the guards while it runs (docs/observability.md).  The default
+	# guards, as a user's program has them.
+	gdb_batch -x "$scratch/run.gdb" -ex "fiber gcore $scratch/core" \
 		-ex kill --args "$prog" ready
 	gdb_batch -iex "set auto-load python-scripts off" -ex "source $script" \
 		-x "$scratch/look.gdb" "$prog" "$scratch/core"

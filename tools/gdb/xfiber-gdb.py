@@ -167,9 +167,9 @@ class Fiber:
         if not regs["rip"]:
             raise XfiberError(
                 "xfiber: fiber %d's stack is not in this core: gdb's gcore stops copying a "
-                "mapping at the first page it cannot read, and stack guards made with "
-                "MADV_GUARD_INSTALL cannot be read (run the program with "
-                "XFIBER_STACK_GUARD=mprotect to gcore it, or use the kernel's core)" % self.id)
+                "mapping at the first page it cannot read, which a stack guard is; write "
+                "cores of live programs with `fiber gcore FILE` (it lifts the guards while "
+                "gcore runs), or use the kernel's core" % self.id)
         regs["rsp"] = self.sp + layout["frame.size"]
         return regs
 
@@ -444,7 +444,8 @@ fiber                      which fiber is selected
 fiber ID                   select fiber ID: bt, frame, up, info locals show its frames
 fiber none                 back to the thread's own frames
 fiber ID bt [ARGS]         fiber ID's backtrace
-fiber apply all|ID... CMD  run CMD in each fiber (e.g. fiber apply all bt)"""
+fiber apply all|ID... CMD  run CMD in each fiber (e.g. fiber apply all bt)
+fiber gcore [FILE]         gcore, with every fiber stack in the core"""
 
     def __init__(self):
         super().__init__("fiber", gdb.COMMAND_STACK, prefix=True)
@@ -462,6 +463,9 @@ fiber apply all|ID... CMD  run CMD in each fiber (e.g. fiber apply all bt)"""
         if words[0] == "apply":
             self.apply(words[1:])
             return
+        if words[0] == "gcore":
+            self.gcore(words[1:])
+            return
         layout, fibers = read_fibers()
         fiber = _find(fibers, words[0])
         if len(words) > 1:
@@ -473,6 +477,26 @@ fiber apply all|ID... CMD  run CMD in each fiber (e.g. fiber apply all bt)"""
         if frame is not None:
             frame.select()
             gdb.execute("frame", to_string=False)
+
+    def gcore(self, words):
+        """gcore, with the stack guards lifted meanwhile: gdb's gcore stops
+        copying a mapping at the first page it cannot read, and the
+        runtime's guards (MADV_GUARD_INSTALL) are such pages inside its
+        slabs of stacks.  The library lifts and restores them
+        (xf_debug_stack_guards); every thread stays stopped in between."""
+        if len(words) > 1:
+            raise XfiberError("usage: fiber gcore [FILE]")
+        lifted = False
+        try:
+            lifted = int(gdb.parse_and_eval("(int) xf_debug_stack_guards(0)")) > 0
+        except gdb.error as e:
+            print("xfiber: could not lift the stack guards (%s): fiber stacks past the "
+                  "first guard of each slab will be missing" % e)
+        try:
+            gdb.execute("gcore " + " ".join(words))
+        finally:
+            if lifted:
+                gdb.parse_and_eval("(int) xf_debug_stack_guards(1)")
 
     def apply(self, words):
         if len(words) < 2:
