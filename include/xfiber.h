@@ -327,8 +327,8 @@ XF_API int xf_fiber_set_name(xf_fiber *f, const char *name);
 /* The worker the calling fiber runs on right now (0..workers-1), or -1. */
 XF_API int xf_worker_id(void);
 
-/* Sleeps at least ns nanoseconds.  EPERM outside a fiber, ECANCELED in a
- * cancelled one. */
+/* Sleeps at least ns nanoseconds: the fiber, or a plain thread itself.
+ * ECANCELED in a cancelled fiber; EPERM in a worker's own context. */
 XF_API int xf_sleep_ns(uint64_t ns);
 
 /* Cancels f, for good: the cancellable call it is blocked in, and every

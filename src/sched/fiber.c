@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/probes.h"
@@ -601,6 +602,14 @@ int xf__sleep_on(uint64_t ns, enum xf__wait_kind kind)
 
 int xf_sleep_ns(uint64_t ns)
 {
+	if (!xf__this_worker()) {
+		/* A plain thread sleeps itself. */
+		struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		return 0;
+	}
 	return xf__sleep_on(ns, XF_WAIT_ON_SLEEP);
 }
 
