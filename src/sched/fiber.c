@@ -105,12 +105,22 @@ struct xf_fiber *xf__fiber_alloc(struct xf__worker *w)
 	pthread_mutex_unlock(&xf__fiber_arena.lock);
 	for (int i = XF_ARENA_CHUNK - 1; i > 0; i--) {
 		chunk[i].magic = XF_FIBER_FREED;
+		chunk[i].name = NULL;
 		atomic_init(&chunk[i].gen_cancel, 0);
-		if (w)
+		if (w) {
 			cache_push(w, &chunk[i]);
-		else
-			xf__fiber_free(NULL, &chunk[i]);
+		} else {
+			/* A plain thread's spawn: the rest to the arena's list. */
+			chunk[i].run_next = i + 1 < XF_ARENA_CHUNK ? &chunk[i + 1] : NULL;
+		}
 	}
+	if (!w) {
+		pthread_mutex_lock(&xf__fiber_arena.lock);
+		chunk[XF_ARENA_CHUNK - 1].run_next = xf__fiber_arena.free_list;
+		xf__fiber_arena.free_list = &chunk[1];
+		pthread_mutex_unlock(&xf__fiber_arena.lock);
+	}
+	chunk[0].name = NULL;
 	atomic_init(&chunk[0].gen_cancel, 0);
 	return &chunk[0];
 }

@@ -118,6 +118,7 @@ int main(int argc, char **argv)
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	posix_spawn_file_actions_addclose(&fa, out[0]);
 	CHECK(posix_spawn(&server, argv[1], &fa, NULL, args, environ) == 0);
+	posix_spawn_file_actions_destroy(&fa);
 	close(out[1]);
 	f = fdopen(out[0], "r");
 	if (!f || !fgets(line, sizeof(line), f) || sscanf(line, "listening on 127.0.0.1:%d", &port) != 1)
