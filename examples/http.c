@@ -56,6 +56,7 @@ static const char *reason(int status)
 	case 413: return "Content Too Large";
 	case 414: return "URI Too Long";
 	case 431: return "Request Header Fields Too Large";
+	case 505: return "HTTP Version Not Supported";
 	default: return "Service Unavailable";
 	}
 }
@@ -209,7 +210,11 @@ static bool answer(struct http_conn *c, bool close)
 	const char *body = "not found\n";
 	size_t len = 10;
 
-	if (p->method == HTTP_GET && c->url_len == 1 && c->url[0] == '/') {
+	if (p->http_major != 1) {
+		/* As Go and nginx answer HTTP/2.0 or 9.9 over this text protocol:
+		 * a version it does not speak, and the connection ends. */
+		status = 505, body = "HTTP version not supported\n", len = 27, close = true;
+	} else if (p->method == HTTP_GET && c->url_len == 1 && c->url[0] == '/') {
 		status = 200, body = "ok", len = 2;
 	} else if (p->method == HTTP_GET && is_path(c, "/spin")) {
 		long us = spin_us(c);

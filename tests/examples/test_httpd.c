@@ -10,7 +10,8 @@
  *   pipeline    100 requests in one write, answered in order
  *   preempt     concurrent /spin requests on one worker with 100 us slices:
  *               the ZMM registers must survive every preemption (checksums)
- *   malformed   request lines and headers that are not HTTP: 400 and a close
+ *   malformed   request lines and headers that are not HTTP: 400 and a close;
+ *               an HTTP major version other than 1: 505 and a close
  *   headers     headers over 16 KiB: 431; just under: 200
  *   slowloris   one header byte every 100 ms: 408 after the header timeout,
  *               while other clients are served
@@ -421,6 +422,10 @@ static void case_malformed(void)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
 		expect_refused(bad[i], strlen(bad[i]), 400);
+	/* A major version other than 1: 505, as Go and nginx answer (it was
+	 * 200, issue 32). */
+	expect_refused("GET / HTTP/9.9\r\n\r\n", 18, 505);
+	expect_refused("GET / HTTP/2.0\r\n\r\n", 18, 505);
 	memset(big_url, 'a', sizeof(big_url));
 	memcpy(big_url, "GET /", 5);
 	expect_refused(big_url, sizeof(big_url), 414);
