@@ -306,7 +306,7 @@ PUBLIC_FUNCTION xf_yield
 	jne	.Lyield_tiles			/* tiles may be in use: look, now and then */
 .Lyield_no_tiles:
 	movq	XF_W_INBOX(%rdi), %rax
-	orq	XF_W_STEAL_REQUEST(%rdi), %rax	/* and XF_W_TIMERS_DUE, the next 4 bytes */
+	orq	XF_W_STEAL_REQUEST(%rdi), %rax	/* and XF_W_DUE, the next 4 bytes */
 	jnz	.Lyield_slow
 	movq	XF_W_RUNQ_HEAD(%rdi), %rdx	/* next: the first fiber that waits */
 	testq	%rdx, %rdx

@@ -193,7 +193,7 @@ bool xf__poller_try(struct xf__worker *w);
 /* Wakes the worker sleeping in the poller. */
 void xf__poller_kick(void);
 /* The ticker's look, when every worker is busy: a poll that does not wait. */
-void xf__poller_tick(void);
+bool xf__poller_tick(void);
 /* Whether a worker sleeps in the poller right now. */
 bool xf__poller_busy(void);
 /* xf_shutdown: fibers waiting on descriptors fail with ECANCELED. */

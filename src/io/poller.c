@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -202,16 +203,14 @@ bool xf__poller_try(struct xf__worker *w)
 	return n > 0;
 }
 
-void xf__poller_tick(void)
+/* The ticker, when every worker is busy: whether events wait, without
+ * taking them.  The worker it then preempts takes them (preempt/signal.c)
+ * onto its own queue: the ticker never takes a descriptor's lock, which a
+ * worker sharing its CPU may hold while the kernel runs the ticker. */
+bool xf__poller_tick(void)
 {
-	struct epoll_event ev[POLL_EVENTS];
-	unsigned none = OWNER_NONE;
-	int n;
+	struct pollfd p = {.fd = poller.epfd, .events = POLLIN};
 
-	if (poller.epfd < 0 || !atomic_load_explicit(&xf__io_waiters, memory_order_relaxed) ||
-	    !atomic_compare_exchange_strong(&poller.owner, &none, OWNER_TICKER))
-		return;
-	n = epoll_wait(poller.epfd, ev, POLL_EVENTS, 0);
-	atomic_store_explicit(&poller.owner, OWNER_NONE, memory_order_release);
-	dispatch(ev, n > 0 ? n : 0, &xf__rt.ticker_stats);
+	return poller.epfd >= 0 && atomic_load_explicit(&xf__io_waiters, memory_order_relaxed) &&
+	       poll(&p, 1, 0) == 1;
 }

@@ -61,6 +61,7 @@
 
 #include "common/probes.h"
 #include "common/fmt.h"
+#include "io/io.h"
 #include "preempt/preempt.h"
 #include "sched/runq.h"
 #include "sched/sched.h"
@@ -267,6 +268,9 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	XF_PROBE2(fiber__preempt, f->id, w->id);
 	f->preempted = true;
 	xf__runq_fixed_update(w, f);
+	/* Descriptors ready now wake their fibers onto this queue, ahead of f. */
+	if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed))
+		xf__poller_try(w);
 	xf__cxx_once_save(w, f);
 	xf__schedule(w, XF_PREV_REQUEUE);
 	w = xf__this_worker();

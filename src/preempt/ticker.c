@@ -48,7 +48,9 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -89,9 +91,11 @@ int xf__tick_send(pid_t tid, uint64_t value)
 	return syscall(SYS_rt_tgsigqueueinfo, xf__rt.pid, tid, XF_PREEMPT_SIGNAL, &si) ? errno : 0;
 }
 
+static bool io_ready; /* this look found events in the poller (xf__poller_tick) */
+
 static bool wants_cpu(struct xf__worker *w, uint64_t now)
 {
-	bool wants = atomic_load_explicit(&w->nr_queued, memory_order_relaxed) ||
+	bool wants = io_ready || atomic_load_explicit(&w->nr_queued, memory_order_relaxed) ||
 		     atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
 		     atomic_load_explicit(&w->steal_request, memory_order_relaxed);
 
@@ -103,7 +107,7 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 		uint64_t deadline = xf__timers_next_deadline(w);
 
 		if (deadline && deadline <= now) {
-			atomic_store_explicit(&w->timers_due, 1, memory_order_relaxed);
+			atomic_fetch_or_explicit(&w->due, XF_DUE_TIMERS, memory_order_relaxed);
 			wants = true;
 		}
 	}
@@ -111,10 +115,31 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 }
 
 /* Looks at every worker once; returns whether any has something waiting
- * to run (so that preemption may become necessary). */
-static bool tick(uint64_t now, uint64_t slice_ns)
+ * to run (so that preemption may become necessary), and in *next_ns the
+ * next time a look may find something to do: the earliest end of a slice
+ * that runs, a re-send of a deferred preemption, or a timer due on a busy
+ * worker. */
+static bool tick(uint64_t now, uint64_t slice_ns, uint64_t resend_ns, uint64_t *next_ns)
 {
 	bool waiting = false;
+	uint64_t next = UINT64_MAX;
+
+	/* Fibers wait on descriptors and no worker sits in the poller: every
+	 * worker is busy, and the ticker looks for events (io/poller.c). */
+	io_ready = false;
+	if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed) && !xf__poller_busy()) {
+		io_ready = xf__poller_tick();
+		waiting = true;
+	}
+	/* Workers that switch without using up a slice are never preempted:
+	 * each busy one takes the events at its next scheduling point. */
+	for (unsigned i = 0; io_ready && i < xf__rt.nr_workers; i++) {
+		struct xf__worker *w = &xf__rt.workers[i];
+		struct xf_fiber *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
+
+		if (cur && cur != w->idle)
+			atomic_fetch_or_explicit(&w->due, XF_DUE_IO, memory_order_relaxed);
+	}
 
 	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
 		struct xf__worker *w = &xf__rt.workers[i];
@@ -123,18 +148,36 @@ static bool tick(uint64_t now, uint64_t slice_ns)
 
 		bool wants =
 		    wants_cpu(w, now) || atomic_load_explicit(&w->timers_nr, memory_order_relaxed);
+		bool busy = cur && cur != w->idle;
 
 		waiting |= wants;
+		/* A busy worker's timer that falls due within its slice. */
+		if (busy && atomic_load_explicit(&w->timers_nr, memory_order_relaxed)) {
+			uint64_t d = xf__timers_next_deadline(w);
+
+			if (d > now && d < next)
+				next = d;
+		}
 		/* cur may be finishing on its worker right now: compared, and
 		 * read below only for a hint. */
 		/* tick_since_ns 0: the first look at this worker. */
-		if (switches != w->tick_switches || !cur || cur == w->idle || !w->tick_since_ns) {
+		if (switches != w->tick_switches || !busy || !w->tick_since_ns) {
 			w->tick_switches = switches;
 			w->tick_since_ns = now;
 			w->tick_deferred = __atomic_load_n(&w->stats.preemptions_deferred,
 							   __ATOMIC_RELAXED);
 			w->stall_reported = false;
+			if (busy && now + slice_ns < next)
+				next = now + slice_ns; /* the earliest its slice can end */
 			continue;
+		}
+		/* Running since tick_since_ns: its slice ends then, or it has,
+		 * and a deferred preemption is sent again. */
+		if (now - w->tick_since_ns < slice_ns) {
+			if (w->tick_since_ns + slice_ns < next)
+				next = w->tick_since_ns + slice_ns;
+		} else if (now + resend_ns < next) {
+			next = now + resend_ns;
 		}
 		pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_RELAXED);
 
@@ -167,12 +210,7 @@ static bool tick(uint64_t now, uint64_t slice_ns)
 		XF_PROBE2(preempt__tick, w->id, switches);
 		xf__tick_send(tid, xf__tick_aimed(switches));
 	}
-	/* Fibers wait on descriptors and no worker sits in the poller: every
-	 * worker is busy, and the ticker polls for them (io/poller.c). */
-	if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed) && !xf__poller_busy()) {
-		xf__poller_tick();
-		waiting = true;
-	}
+	*next_ns = next;
 	return waiting;
 }
 
@@ -199,13 +237,27 @@ static void balance(void)
 		xf__steal_request(shortest, longest);
 }
 
+/* XFIBER_TICKER=fair keeps the ticker in the fair class where it could be
+ * real-time (fifo, the default). */
+static bool ticker_fifo_wanted(void)
+{
+	const char *e = getenv("XFIBER_TICKER");
+
+	return !e || strcmp(e, "fair");
+}
+
 static void *ticker_main(void *arg)
 {
 	const uint64_t slice_ns = (uint64_t)xf__rt.slice_us * 1000u;
-	/* Every half slice, and at least every XF_TICK_MAX_NS with longer
-	 * slices: readiness, due timers and fibers queued behind a long slice
-	 * are noticed that soon (the default slice ticks that often anyway). */
-	const uint64_t tick_ns = slice_ns / 2 < XF_TICK_MAX_NS ? slice_ns / 2 : XF_TICK_MAX_NS;
+	/* A deferred preemption is sent again every half slice (at most
+	 * XF_TICK_MAX_NS), as looks came before they were timed by deadline. */
+	const uint64_t resend_ns = slice_ns / 2 < XF_TICK_MAX_NS ? slice_ns / 2 : XF_TICK_MAX_NS;
+	/* Between looks while something may need one: no longer than a slice
+	 * (at most XF_TICK_MAX_NS: readiness and timers on busy workers are
+	 * noticed that soon), no shorter than a quarter. */
+	const uint64_t max_sleep_ns = slice_ns < XF_TICK_MAX_NS ? slice_ns : XF_TICK_MAX_NS;
+	const uint64_t min_sleep_ns = max_sleep_ns / 4;
+	uint64_t sleep_ns = resend_ns, next_ns, now;
 	sigset_t all;
 	unsigned quiet_ticks = 0; /* ticks in a row that found nothing waiting */
 
@@ -215,24 +267,47 @@ static void *ticker_main(void *arg)
 	/* The kernel may let a sleep run 50 us past its end (timer slack), as
 	 * long as a whole 50 us slice: ticks keep to the slice instead. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	prctl(PR_SET_NAME, "xf-ticker", 0, 0, 0); /* for top, ps -L and gdb */
+	/* Beside a worker that has just left its idle loop for a CPU-bound
+	 * fiber, Linux's fair class runs the worker first for up to a
+	 * scheduler tick (4 ms at HZ=250: the lag it saved while idle), and
+	 * the ticker's looks stop: docs/io.md.  A real-time ticker runs when
+	 * it wakes.  Only where permitted (root, CAP_SYS_NICE, RLIMIT_RTPRIO);
+	 * it never spins on a lock a worker holds (io/poller.c), or a worker
+	 * it preempted on their shared CPU could never release it. */
+	if (ticker_fifo_wanted()) {
+		struct sched_param sp = {.sched_priority = 1};
+
+		if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) {
+			/* not permitted: the fair class, and its late looks */
+		}
+	}
 	while (!atomic_load_explicit(&xf__rt.stopping, memory_order_acquire)) {
 		bool sleep_long = quiet_ticks >= XF_TICKER_QUIET_TICKS;
-		uint64_t sleep_ns = sleep_long ? XF_TICKER_LONG_SLICES * slice_ns : tick_ns;
-		struct timespec ts = {(time_t)(sleep_ns / 1000000000u),
-				      (long)(sleep_ns % 1000000000u)};
+		uint64_t ns = sleep_long ? XF_TICKER_LONG_SLICES * slice_ns : sleep_ns;
+		struct timespec ts;
 		uint32_t seen = atomic_load(&ticker.wake);
 
 		/* Announce the long sleep before the last look, so that a fiber
 		 * queued from now on pokes us (xf__ticker_poke). */
 		atomic_store(&xf__ticker_sleeping_long, sleep_long);
-		if (sleep_long && tick(xf__now_ns(), slice_ns))
-			ts = (struct timespec){0, (long)tick_ns};
+		if (sleep_long && tick(xf__now_ns(), slice_ns, resend_ns, &next_ns))
+			ns = resend_ns;
+		ts = (struct timespec){(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
 		syscall(SYS_futex, &ticker.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 		atomic_store(&xf__ticker_sleeping_long, 0);
 		balance();
 		if (atomic_load(&ticker.wake) != seen)
 			quiet_ticks = 0; /* poked: something was queued */
-		quiet_ticks = tick(xf__now_ns(), slice_ns) ? 0 : quiet_ticks + 1;
+		now = xf__now_ns();
+		quiet_ticks = tick(now, slice_ns, resend_ns, &next_ns) ? 0 : quiet_ticks + 1;
+		/* Until the next look that may matter: each costs the CPU it
+		 * shares with a worker (~10 us in a VM), so a worker that keeps
+		 * switching - seen anew at every look - is looked at once a slice,
+		 * and a fiber that runs on, at its slice's end. */
+		sleep_ns = next_ns == UINT64_MAX || next_ns - now > max_sleep_ns ? max_sleep_ns
+			   : next_ns - now < min_sleep_ns			      ? min_sleep_ns
+										      : next_ns - now;
 		/* Objects loaded since the last look get their verdicts. */
 		xf__safepoints_refresh(xf__now_ns());
 		/* Pooled stacks nobody reused give their pages back. */

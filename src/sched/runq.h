@@ -171,16 +171,25 @@ static inline void xf__inbox_push(struct xf__worker *w, struct xf_fiber *f)
 /* Moves the inbox into the run queue, oldest first; answers steal requests.
  * Out of line when needed. */
 void xf__runq_poll_slow(struct xf__worker *w);
+/* Takes the poller's events now, if no one else polls (io/poller.c). */
+bool xf__poller_try(struct xf__worker *w);
 
-/* At every scheduling point: the inbox, steal requests, and due timers -
- * when the ticker says one is due, and at every 16th point anyway, which
- * reads the clock (timer.c). */
+/* At every scheduling point: what the ticker said is due - descriptors the
+ * poller has events for (taken here, so that the ticker never takes a
+ * descriptor's lock), timers - the inbox, steal requests, and timers at
+ * every 16th point anyway, which reads the clock (timer.c). */
 static inline void xf__runq_poll(struct xf__worker *w)
 {
+	unsigned due = 0;
+
+	if (unlikely(atomic_load_explicit(&w->due, memory_order_relaxed)))
+		due = atomic_exchange_explicit(&w->due, 0, memory_order_relaxed);
+	if (unlikely(due & XF_DUE_IO))
+		xf__poller_try(w);
 	if (unlikely(atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
 		     atomic_load_explicit(&w->steal_request, memory_order_relaxed)))
 		xf__runq_poll_slow(w);
-	if (unlikely(atomic_load_explicit(&w->timers_due, memory_order_relaxed)) ||
+	if (unlikely(due & XF_DUE_TIMERS) ||
 	    (unlikely(atomic_load_explicit(&w->timers_nr, memory_order_relaxed)) &&
 	     (++w->sched_ticks & 15) == 0))
 		xf__timers_run(w);

@@ -339,9 +339,11 @@ struct xf__worker {
 	_Atomic(struct xf_fiber *) inbox __attribute__((aligned(64)));
 	_Atomic unsigned steal_request; /* 1 + id of an idle worker asking for work */
 	/* Right after steal_request: xf_yield's fast path tests both with
-	 * one load (arch/layout.h).  Set by the ticker when the earliest timer
-	 * is due, cleared by the worker as it runs the due timers. */
-	_Atomic unsigned timers_due;
+	 * one load (arch/layout.h).  XF_DUE_* bits the ticker sets for the
+	 * worker's next scheduling point, which clears them (runq.h): the
+	 * earliest timer is due, or the poller has events this busy worker
+	 * should take. */
+	_Atomic unsigned due;
 	_Atomic unsigned timers_nr; /* timers in the heap; written under timer_lock */
 	_Atomic uint64_t timers_first_ns; /* the heap's earliest deadline, 0: none; likewise */
 	_Atomic int steal_pending;  /* this worker asked someone and awaits the answer */
@@ -441,6 +443,10 @@ void xf__dump_signal_fork_child(void);
 /* Writes a stall report (preempt/stall.c) to stderr, naming its frames;
  * from the reporter thread. */
 void xf__stall_write(const struct xf__stall_report *r);
+
+/* xf__worker.due */
+#define XF_DUE_TIMERS 1u
+#define XF_DUE_IO     2u
 
 /* How an idle worker sleeps (xf__worker.parked): the kicker wakes it so. */
 enum { XF_AWAKE, XF_PARKED_FUTEX, XF_PARKED_POLLER };

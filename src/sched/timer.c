@@ -11,7 +11,7 @@
  * touches a fiber that has already returned from its wait.
  *
  * Due timers are run by their worker at scheduling points - when the ticker
- * has seen one due (timers_due) and at every 16th point anyway, see runq.h -
+ * has seen one due (XF_DUE_TIMERS) and at every 16th point anyway, see runq.h -
  * and in its idle loop, which also bounds its sleep by the earliest
  * deadline.  The ticker looks every half slice and sends the preemption
  * tick that brings a worker busy with one fiber to a scheduling point, so a
@@ -140,7 +140,6 @@ void xf__timers_run(struct xf__worker *w)
 {
 	uint64_t now = xf__now_ns();
 
-	atomic_store_explicit(&w->timers_due, 0, memory_order_relaxed);
 	xf__spin_lock(&w->timer_lock);
 	while (atomic_load_explicit(&w->timers_nr, memory_order_relaxed) &&
 	       w->timers[0]->timer.deadline_ns <= now) {

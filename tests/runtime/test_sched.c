@@ -176,7 +176,7 @@ static void *yield_until_stop(void *arg)
 }
 
 /* Yields between fibers take xf_yield's fast path, which leaves for the
- * scheduler's C - where due timers run - only when told (timers_due): the
+ * scheduler's C - where due timers run - only when told (XF_DUE_TIMERS): the
  * ticker must tell it however many fibers the worker has queued.  Before
  * it did, the sleeper here never woke. */
 static void sleeper_beside_yielders(void)
