@@ -118,7 +118,12 @@ static _Unwind_Reason_Code record_frame(struct _Unwind_Context *ctx, void *arg)
 	return _URC_NO_REASON;
 }
 
-void xf__stall_capture(const struct xf__worker *w)
+/* Realigns the stack: the unwinder (libgcc) keeps SSE values in aligned
+ * stack slots, and qemu 7.2's user mode (make check-cpus) may enter a
+ * signal handler with the stack off the ABI's alignment - the handler
+ * itself, general registers only, never noticed; the unwinder faulted
+ * (docs/cpus.md). */
+__attribute__((force_align_arg_pointer)) void xf__stall_capture(const struct xf__worker *w)
 {
 	int asked = CAPTURE_ASKED;
 	struct unwind u = {false};

@@ -1,8 +1,10 @@
 /*
  * ticker.c - the thread that decides when a fiber has run too long.
  *
- * Every half slice (at least every XF_TICK_MAX_NS) it looks at each worker:
- * a worker whose switch count has
+ * When a look may matter - a running slice can end, a deferred preemption
+ * is due again, a busy worker's timer falls due - and at least once a
+ * slice (at most XF_TICK_MAX_NS apart), it looks at each worker: a worker
+ * whose switch count has
  * not moved for a whole slice, that runs a fiber (not its idle loop), and
  * that has something else to run - a queued fiber, an inbox, a steal
  * request, a due timer - gets one preemption signal, aimed: it carries the
@@ -39,8 +41,9 @@
  * next scheduling point - the preemption this tick may send - with half the
  * difference, preempted fibers (frames and all) included.
  *
- * Between a slice and a slice and a half passes before a fiber is
- * preempted.  A preemption deferred at a safe point is re-sent every tick
+ * Between one and two slices pass before a fiber is preempted (one and
+ * XF_TICK_MAX_NS for longer slices): its slice is counted from the look
+ * that first saw it run.  A preemption deferred at a safe point is re-sent every tick
  * until the fiber switches; a worker that never does again, with others
  * waiting, is reported on stderr (stall.c).
  */

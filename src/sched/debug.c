@@ -507,7 +507,10 @@ static int write_all(int fd, const char *buf, size_t len, bool fiber)
 	return 0;
 }
 
-int xf_dump(int fd)
+/* fiber_write: through xf_write, which lets the worker run other fibers
+ * while a pipe is full; xf_shutdown_timeout writes with write(2) instead,
+ * for it has cancelled every descriptor wait by then (io/io.h). */
+static int dump_to(int fd, bool fiber_write)
 {
 	struct xf_fiber *self = xf__self();
 	struct out o = {0};
@@ -536,9 +539,19 @@ int xf_dump(int fd)
 	xf__runtime_release();
 	if (o.failed)
 		out_printf(&o, "xfiber: dump cut short: out of memory\n");
-	err = o.buf ? write_all(fd, o.buf, o.len, self != NULL) : ENOMEM;
+	err = o.buf ? write_all(fd, o.buf, o.len, fiber_write && self) : ENOMEM;
 	free(o.buf);
 	return err;
+}
+
+int xf_dump(int fd)
+{
+	return dump_to(fd, true);
+}
+
+int xf__dump_unwaited(int fd)
+{
+	return dump_to(fd, false);
 }
 
 void xf__stall_write(const struct xf__stall_report *r)

@@ -443,7 +443,7 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
 			/* nowhere to say it */
 		}
-		xf_dump(STDERR_FILENO);
+		xf__dump_unwaited(STDERR_FILENO);
 		return ETIMEDOUT;
 	}
 	xf__dump_signal_stop(); /* before the lock: its dump takes it */

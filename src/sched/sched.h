@@ -436,6 +436,8 @@ void xf__runtime_release(void);
  * (debug.c): started by xf_init, stopped by xf_shutdown. */
 void xf__dump_signal_start(void);
 void xf__dump_signal_stop(void);
+/* xf_dump, written with write(2) rather than xf_write (debug.c). */
+int xf__dump_unwaited(int fd);
 /* In a fork's child: the parent's dump thread and pipe are not its own; the
  * signal dumps nothing there. */
 void xf__dump_signal_fork_child(void);
