@@ -282,7 +282,9 @@ typedef struct xf_attr {
 
 /* Starts fn(arg) in a new fiber.  *out (may be NULL for a detached fiber)
  * receives the handle.  EINVAL for a NULL fn, a bad attr, or out == NULL on
- * a joinable fiber; EPERM when the runtime is not running; ENOMEM.  A named
+ * a joinable fiber; EPERM when the runtime is not running, and from a
+ * plain thread once xf_shutdown has begun (a fiber may spawn until the
+ * end: the shutdown waits for what it spawns); ENOMEM.  A named
  * fiber (attr->name) costs a 32-byte allocation, freed with the fiber. */
 XF_API int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_attr *attr);
 
@@ -290,8 +292,10 @@ XF_API int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_att
  * its return value.  EDEADLK for a self-join; EINVAL for a detached fiber or
  * one another fiber is already joining; ESRCH for a handle that is not a
  * live fiber - one already joined, or a detached one that finished, even
- * after a new fiber has reused its memory (a handle carries a generation:
- * compare handles with ==, but do not dereference them); EPERM outside a
+ * after a new fiber has reused its memory (a handle carries a 15-bit
+ * generation: compare handles with ==, but do not dereference them; after
+ * 32,768 reuses of the same memory, an old handle names the new fiber
+ * again, as a process ID does after the PIDs wrap); EPERM outside a
  * fiber. */
 XF_API int xf_join(xf_fiber *f, void **result);
 
@@ -343,8 +347,18 @@ XF_API int xf_sleep_ns(uint64_t ns);
  * or thread; f may cancel itself.  ESRCH for a handle that is no live
  * fiber. */
 XF_API int xf_cancel(xf_fiber *f);
-/* Whether the calling fiber has been cancelled (false outside a fiber). */
+/* Whether the calling fiber has been cancelled (false outside a fiber),
+ * whether or not cancellation is disabled now. */
 XF_API bool xf_cancelled(void);
+/* Nest, as pthread_setcancelstate(PTHREAD_CANCEL_DISABLE) but counted.
+ * While disabled, xf_cancel of the caller only marks it: no call returns
+ * ECANCELED and no wait is ended, so cleanup that must wait - joining the
+ * fibers it owns, flushing a socket - can in a cancelled fiber; the first
+ * cancellable call after the outermost enable returns ECANCELED.  EPERM
+ * outside a fiber or plain thread of the runtime; EOVERFLOW past 255
+ * levels; enable: EINVAL when not disabled. */
+XF_API int xf_cancel_disable(void);
+XF_API int xf_cancel_enable(void);
 /* Cancels every fiber but the caller.  EPERM when the runtime is not
  * running, ENOMEM. */
 XF_API int xf_cancel_all(void);
@@ -458,8 +472,8 @@ typedef struct xf_select_case {
 #define XF_SELECT_RECV 2
 
 /* Waits until one of the n cases can proceed, performs exactly that one and
- * sets *chosen, as Go's select does.  When several are ready it picks one
- * at random, so none starves.  A closed channel's case is ready, with
+ * sets *chosen, as Go's select does.  When several are ready each is as
+ * likely to be picked as the others, so none starves.  A closed channel's case is ready, with
  * result EPIPE (a receive drains what is buffered first).  0; ETIMEDOUT
  * (timeout 0: try once; XF_FOREVER: none); ECANCELED; EINVAL for a bad
  * case, or no case at all and no timeout; ENOMEM (more than 8 cases need
@@ -475,8 +489,9 @@ XF_API int xf_select(xf_select_case *cases, size_t n, uint64_t timeout_ns, size_
 typedef struct xf_timer xf_timer;
 XF_API int xf_timer_start(xf_timer **out, uint64_t after_ns, uint64_t period_ns,
 			  void (*fn)(void *), void *arg);
-/* Stops t and frees it, after waiting for a callback that runs (from the
- * callback itself it returns at once and t goes when the callback ends).
+/* Stops t and frees it, after waiting for a callback that runs - also in a
+ * cancelled fiber (from the callback itself it returns at once and t goes
+ * when the callback ends).
  * 0, EINVAL for NULL. */
 XF_API int xf_timer_stop(xf_timer *t);
 

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -57,6 +58,13 @@ namespace detail {
 template <class Rep, class Period>
 std::uint64_t to_ns(std::chrono::duration<Rep, Period> d)
 {
+	if (d <= d.zero())
+		return 0;
+	// Beyond what nanoseconds hold (292 years; hours::max() and the like):
+	// forever, for all practical purposes, and no overflow in the cast.
+	if (std::chrono::duration<long double, std::nano>(d).count() >=
+	    static_cast<long double>(std::numeric_limits<std::int64_t>::max()))
+		return XF_FOREVER - 1;
 	auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
 	if (ns <= 0)
 		return 0;
@@ -87,7 +95,9 @@ public:
 };
 
 // A fiber running a callable, as std::jthread runs one on a thread: the
-// destructor joins a joinable fiber.
+// destructor joins a joinable fiber - and in a cancelled fiber cancels it
+// first (as jthread requests a stop), then joins it all the same: the
+// fiber may use what its owner's frame holds.
 class fiber {
 	struct state_base {
 		std::exception_ptr error;
@@ -158,11 +168,15 @@ public:
 	~fiber()
 	{
 		if (joinable()) {
+			if (xf_cancelled())
+				xf_cancel(handle_); // the owner unwinds: so does what it owns
+			xf_cancel_disable();	    // a cancelled owner's join must still wait
 			try {
 				join();
 			} catch (...) {
 				// A destructor must not throw: the fiber's exception ends here.
 			}
+			xf_cancel_enable();
 		}
 	}
 
@@ -271,7 +285,12 @@ public:
 	template <class Rep, class Period, class Pred>
 	bool wait_for(std::unique_lock<mutex> &lk, std::chrono::duration<Rep, Period> d, Pred pred)
 	{
-		auto until = std::chrono::steady_clock::now() + d;
+		// A deadline no clock arithmetic overflows (hours::max() included).
+		auto room = std::chrono::nanoseconds(std::numeric_limits<std::int64_t>::max() / 2);
+		auto ns = detail::to_ns(d);
+		auto until = std::chrono::steady_clock::now() +
+			     (ns > static_cast<std::uint64_t>(room.count()) ? room
+									      : std::chrono::nanoseconds(ns));
 		while (!pred()) {
 			auto left = until - std::chrono::steady_clock::now();
 			if (left <= left.zero())
@@ -319,6 +338,13 @@ private:
 	xf_chan *ch_ = nullptr;
 
 public:
+	// Room for a slot the C channel writes into: no default constructor
+	// of T needed.
+	union slot_buf {
+		char none;
+		slot s;
+		slot_buf() noexcept : none(0) {}
+	};
 	// How a value travels (for select's cases): wrap before a send, unwrap
 	// after a receive.
 	static slot wrap(T &&v)
@@ -354,9 +380,9 @@ private:
 		if (!ch_)
 			return;
 		xf_chan_close(ch_);
-		slot s;
-		while (xf_chan_try_recv(ch_, &s) == 0)
-			(void)unwrap(s);
+		slot_buf b;
+		while (xf_chan_try_recv(ch_, &b.s) == 0)
+			(void)unwrap(b.s);
 		while (xf_chan_destroy(ch_) == EBUSY)
 			xf_yield(); // waiters woken by the close are still leaving
 		ch_ = nullptr;
@@ -421,29 +447,29 @@ public:
 	// The next value; empty once the channel is closed and drained.
 	std::optional<T> recv()
 	{
-		slot s;
-		int err = xf_chan_recv(ch_, &s);
+		slot_buf b;
+		int err = xf_chan_recv(ch_, &b.s);
 		if (err == EPIPE)
 			return std::nullopt;
 		check(err, "xf_chan_recv");
-		return unwrap(s);
+		return unwrap(b.s);
 	}
 	std::optional<T> try_recv()
 	{
-		slot s;
-		if (xf_chan_try_recv(ch_, &s))
+		slot_buf b;
+		if (xf_chan_try_recv(ch_, &b.s))
 			return std::nullopt;
-		return unwrap(s);
+		return unwrap(b.s);
 	}
 	// Empty after the timeout, or once closed and drained.
 	template <class Rep, class Period> std::optional<T> recv_for(std::chrono::duration<Rep, Period> d)
 	{
-		slot s;
-		int err = xf_chan_timed_recv(ch_, &s, detail::to_ns(d));
+		slot_buf b;
+		int err = xf_chan_timed_recv(ch_, &b.s, detail::to_ns(d));
 		if (err == ETIMEDOUT || err == EPIPE)
 			return std::nullopt;
 		check(err, "xf_chan_timed_recv");
-		return unwrap(s);
+		return unwrap(b.s);
 	}
 
 	void close() { check(xf_chan_close(ch_), "xf_chan_close"); }
@@ -453,27 +479,33 @@ public:
 // Cases of xf::select: a receive, whose callback gets the value (an empty
 // optional once the channel is closed and drained); a send, whose callback
 // runs once the value went (a send on a closed channel throws EPIPE); and
-// a timeout.  select() performs exactly one, picking at random among those
-// ready, and returns its index.
-template <class T> struct recv_case {
+// a timeout.  select() performs exactly one, each of those ready as likely
+// as the others, and returns its index.  Callbacks may be move-only.
+template <class T, class F> struct recv_case {
 	channel<T> *ch;
-	std::function<void(std::optional<T>)> fn;
-	typename channel<T>::slot buf{};
-	xf_select_case make() { return {ch->native_handle(), XF_SELECT_RECV, &buf, 0}; }
+	F fn;
+	typename channel<T>::slot_buf buf{};
+	xf_select_case make() { return {ch->native_handle(), XF_SELECT_RECV, &buf.s, 0}; }
 	void done(int result)
 	{
 		if (result == EPIPE)
 			fn(std::nullopt);
 		else
-			fn(channel<T>::unwrap(buf));
+			fn(channel<T>::unwrap(buf.s));
 	}
 	void dropped() {}
 };
 
-template <class T> struct send_case {
+namespace detail {
+struct no_callback {
+	void operator()() const noexcept {}
+};
+} // namespace detail
+
+template <class T, class F> struct send_case {
 	channel<T> *ch;
 	typename channel<T>::slot buf;
-	std::function<void()> fn;
+	F fn;
 	bool sent = false;
 	xf_select_case make() { return {ch->native_handle(), XF_SELECT_SEND, &buf, 0}; }
 	void done(int result)
@@ -483,8 +515,7 @@ template <class T> struct send_case {
 			check(result, "xf::select: send");
 		}
 		sent = true;
-		if (fn)
-			fn();
+		fn();
 	}
 	void dropped()
 	{
@@ -496,34 +527,36 @@ template <class T> struct send_case {
 	}
 };
 
-struct timeout_case {
+template <class F> struct timeout_case {
 	std::uint64_t ns;
-	std::function<void()> fn;
+	F fn;
 };
 
-template <class T, class F> recv_case<T> on_recv(channel<T> &ch, F &&fn)
+template <class T, class F> recv_case<T, std::decay_t<F>> on_recv(channel<T> &ch, F &&fn)
 {
 	return {&ch, std::forward<F>(fn)};
 }
 
-template <class T, class F> send_case<T> on_send(channel<T> &ch, T v, F &&fn)
+template <class T, class F> send_case<T, std::decay_t<F>> on_send(channel<T> &ch, T v, F &&fn)
 {
 	return {&ch, channel<T>::wrap(std::move(v)), std::forward<F>(fn)};
 }
 
-template <class T> send_case<T> on_send(channel<T> &ch, T v)
+template <class T> send_case<T, detail::no_callback> on_send(channel<T> &ch, T v)
 {
 	return {&ch, channel<T>::wrap(std::move(v)), {}};
 }
 
 template <class Rep, class Period, class F>
-timeout_case on_timeout(std::chrono::duration<Rep, Period> d, F &&fn)
+timeout_case<std::decay_t<F>> on_timeout(std::chrono::duration<Rep, Period> d, F &&fn)
 {
 	return {detail::to_ns(d), std::forward<F>(fn)};
 }
 
 namespace detail {
-template <class C> struct is_timeout : std::is_same<std::decay_t<C>, timeout_case> {};
+template <class C> struct is_timeout_case : std::false_type {};
+template <class F> struct is_timeout_case<timeout_case<F>> : std::true_type {};
+template <class C> using is_timeout = is_timeout_case<std::decay_t<C>>;
 } // namespace detail
 
 template <class... Cases> std::size_t select(Cases &&...cases)
@@ -531,14 +564,12 @@ template <class... Cases> std::size_t select(Cases &&...cases)
 	constexpr std::size_t n = sizeof...(Cases);
 	xf_select_case raw[n ? n : 1];
 	std::uint64_t timeout = XF_FOREVER;
-	std::function<void()> on_time;
 	std::size_t k = 0, chosen = 0, timeout_index = n;
 
 	auto fill = [&](auto &c) {
 		if constexpr (detail::is_timeout<decltype(c)>::value) {
 			raw[k] = xf_select_case{nullptr, XF_SELECT_RECV, nullptr, 0};
 			timeout = c.ns;
-			on_time = c.fn;
 			timeout_index = k;
 		} else {
 			raw[k] = c.make();
@@ -547,41 +578,65 @@ template <class... Cases> std::size_t select(Cases &&...cases)
 	};
 	(fill(cases), ...);
 	int err = xf_select(raw, n, timeout, &chosen);
+	if (err == ETIMEDOUT && timeout_index < n)
+		chosen = timeout_index;
+	else if (err)
+		chosen = n; // none: every case lets go, then the error is thrown
+	// Every case but the chosen one lets its value go first, so that a
+	// callback that throws leaves nothing behind.
 	k = 0;
-	auto finish = [&](auto &c) {
+	auto drop = [&](auto &c) {
 		if constexpr (!detail::is_timeout<decltype(c)>::value) {
-			if (!err && k == chosen)
-				c.done(raw[k].result);
-			else
+			if (k != chosen)
 				c.dropped();
 		}
 		k++;
 	};
-	(finish(cases), ...);
-	if (err == ETIMEDOUT && timeout_index < n) {
-		if (on_time)
-			on_time();
-		return timeout_index;
-	}
-	check(err, "xf_select");
+	(drop(cases), ...);
+	if (chosen == n)
+		check(err, "xf_select");
+	k = 0;
+	auto run = [&](auto &c) {
+		if (k++ != chosen)
+			return;
+		if constexpr (detail::is_timeout<decltype(c)>::value)
+			c.fn();
+		else
+			c.done(raw[chosen].result);
+	};
+	(run(cases), ...);
 	return chosen;
 }
 
 // A callback after a delay, then every period (zero: once), run in a fiber
-// of its own; stopped (waiting for a callback that runs) when destroyed.
+// of its own; stopped (waiting for a callback that runs) when destroyed -
+// also from its own callback, which then ends first.
 class timer {
+	struct state {
+		std::function<void()> fn;
+		std::atomic<xf_fiber *> calling{nullptr}; // the timer's fiber, in fn
+		bool orphaned = false; // stopped from fn: call() frees it after fn
+	};
 	xf_timer *t_ = nullptr;
-	std::unique_ptr<std::function<void()>> fn_;
+	std::unique_ptr<state> st_;
 
-	static void call(void *p) { (*static_cast<std::function<void()> *>(p))(); }
+	static void call(void *p)
+	{
+		auto *st = static_cast<state *>(p);
+		st->calling.store(xf_self(), std::memory_order_relaxed);
+		st->fn();
+		st->calling.store(nullptr, std::memory_order_relaxed);
+		if (st->orphaned)
+			delete st;
+	}
 
 public:
 	template <class R1, class P1, class R2 = long, class P2 = std::ratio<1>, class F>
 	timer(std::chrono::duration<R1, P1> after, std::chrono::duration<R2, P2> period, F &&fn)
-	    : fn_(std::make_unique<std::function<void()>>(std::forward<F>(fn)))
+	    : st_(new state{std::function<void()>(std::forward<F>(fn))})
 	{
 		check(xf_timer_start(&t_, detail::to_ns(after), detail::to_ns(period), call,
-				     fn_.get()),
+				     st_.get()),
 		      "xf_timer_start");
 	}
 	template <class R1, class P1, class F>
@@ -594,8 +649,15 @@ public:
 	timer &operator=(const timer &) = delete;
 	void stop() noexcept
 	{
-		if (t_)
-			xf_timer_stop(std::exchange(t_, nullptr));
+		if (!t_)
+			return;
+		bool from_callback = st_->calling.load(std::memory_order_relaxed) == xf_self();
+		xf_timer_stop(std::exchange(t_, nullptr));
+		if (from_callback) {
+			// The callback runs on in this very fiber: it frees its state.
+			st_->orphaned = true;
+			st_.release();
+		}
 	}
 };
 

@@ -174,7 +174,7 @@ int xf_blocking(void *(*fn)(void *), void *arg, void **result)
 	if (result)
 		*result = j.result;
 	/* Cancelled while it ran: the result is kept, the call says so. */
-	return xf__cancelled(self) ? ECANCELED : 0;
+	return xf__cancel_pending(self) ? ECANCELED : 0;
 }
 
 /* xf_cancel of f, which waits in xf_blocking (sched/cancel.c): its job, if

@@ -28,6 +28,13 @@
  * caller may then free the object whose lock a canceller holds; the count
  * is global, so that nothing of a fiber's own outlives it.
  *
+ * xf_cancel_disable() (cancel_disabled) keeps the flag from ending waits
+ * until the matching enable: cleanup that must wait - a destructor joining
+ * the fibers it owns, xf_timer_stop waiting for a callback - still can in
+ * a cancelled fiber.  The canceller leaves such a fiber's wait alone, and
+ * the calls that look at the flag look at the count too
+ * (xf__cancel_pending).
+ *
  * The flag shares a word with the structure's generation: the cancel is a
  * compare-and-swap that holds only while the handle's generation does, so
  * it never lands on a fiber that reused the structure.
@@ -61,8 +68,9 @@ static void end_wait(struct xf_fiber *f)
 	unsigned kind;
 	bool won = false;
 
-	if (atomic_load_explicit(&f->wait_state, memory_order_acquire) != XF_WAIT_WAITING)
-		return;
+	if (atomic_load_explicit(&f->wait_state, memory_order_acquire) != XF_WAIT_WAITING ||
+	    __atomic_load_n(&f->cancel_disabled, __ATOMIC_RELAXED))
+		return; /* the flag alone: its next cancellable call sees it */
 	lock = __atomic_load_n(&f->wait_lock, __ATOMIC_ACQUIRE);
 	if (lock) {
 		xf__spin_lock(lock);
@@ -122,6 +130,30 @@ int xf_cancel(xf_fiber *h)
 bool xf_cancelled(void)
 {
 	return xf__cancelled(xf__self());
+}
+
+int xf_cancel_disable(void)
+{
+	struct xf_fiber *self = xf__self_or_thread();
+
+	if (!self)
+		return EPERM;
+	if (self->cancel_disabled == UINT8_MAX)
+		return EOVERFLOW;
+	__atomic_store_n(&self->cancel_disabled, self->cancel_disabled + 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int xf_cancel_enable(void)
+{
+	struct xf_fiber *self = xf__self_or_thread();
+
+	if (!self)
+		return EPERM;
+	if (!self->cancel_disabled)
+		return EINVAL;
+	__atomic_store_n(&self->cancel_disabled, self->cancel_disabled - 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 int xf_cancel_all(void)

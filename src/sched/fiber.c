@@ -350,13 +350,21 @@ static int spawn_remote(xf_fiber **out, void *(*fn)(void *), void *arg, const xf
 
 	if (attr->pinned && attr->worker < 0)
 		return EINVAL; /* "the spawning fiber's worker": there is none */
+	/* Against a shutdown: the runtime runs until the fiber is counted
+	 * live and queued, and shutdown then waits for it (runtime.c). */
+	if (!xf__runtime_hold() || xf__rt.closing) {
+		xf__runtime_release();
+		return EPERM;
+	}
 	err = fiber_create(NULL, attr, &f);
 	if (!err && attr->name && (err = copy_name(f, attr->name)) != 0) {
 		xf__stack_put(NULL, &f->stack);
 		xf__fiber_free(NULL, f);
 	}
-	if (err)
+	if (err) {
+		xf__runtime_release();
 		return err;
+	}
 	f->id = atomic_fetch_add_explicit(&xf__rt.next_id, 1, memory_order_relaxed);
 	fiber_setup(f, fn, arg, attr, remote_home(), site);
 	atomic_fetch_add_explicit(&xf__rt.spawned_by_threads, 1, memory_order_release);
@@ -364,6 +372,7 @@ static int spawn_remote(xf_fiber **out, void *(*fn)(void *), void *arg, const xf
 	if (out)
 		*out = xf__handle(f);
 	xf__wake(f); /* not a worker: into its home's inbox, and the home kicked */
+	xf__runtime_release();
 	return 0;
 }
 

@@ -436,6 +436,13 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 	/* Fibers waiting on descriptors would wait forever: they fail with
 	 * ECANCELED, and so does every wait from now on. */
 	xf__io_cancel_all();
+	/* A plain thread's xf_spawn holds the lock while it spawns: one that
+	 * got in before this is counted live and waited for, as any fiber; the
+	 * rest fail with EPERM.  (Letting them in would let threads keep a
+	 * shutdown waiting for ever.) */
+	pthread_mutex_lock(&lifecycle);
+	xf__rt.closing = true;
+	pthread_mutex_unlock(&lifecycle);
 	if (!wait_for_others(self, deadline)) {
 		static const char msg[] =
 		    "xfiber: xf_shutdown_timeout: fibers still alive after the timeout:\n";
@@ -444,6 +451,9 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 			/* nowhere to say it */
 		}
 		xf__dump_unwaited(STDERR_FILENO);
+		pthread_mutex_lock(&lifecycle);
+		xf__rt.closing = false; /* the runtime runs on */
+		pthread_mutex_unlock(&lifecycle);
 		return ETIMEDOUT;
 	}
 	xf__dump_signal_stop(); /* before the lock: its dump takes it */

@@ -176,6 +176,10 @@ struct xf_fiber {
 	 * first such lock: few fibers ever hold one. */
 	uint16_t owned_nr, owned_cap;
 	bool exiting; /* it called its exit: its stack goes at the next switch */
+	/* xf_cancel_disable's nesting: while non-zero a cancel only marks the
+	 * fiber (cancel.c).  Written by the fiber itself, never while it waits:
+	 * a canceller that sees it WAITING sees the count it waits with. */
+	uint8_t cancel_disabled;
 	const void **owned;
 
 	/* The C++ runtime's state, per fiber (sched/cxx.c). */
@@ -389,6 +393,10 @@ struct xf__worker {
 /* The whole runtime. */
 struct xf__runtime {
 	_Atomic int running;
+	/* xf_shutdown has begun: plain threads may spawn no more (under the
+	 * lifecycle lock, runtime.c; fibers may, as the shutdown waits for
+	 * them). */
+	bool closing;
 	unsigned nr_workers;
 	size_t stack_size;
 	size_t frame_reserve; /* room for one kernel signal frame atop each stack */
@@ -692,13 +700,22 @@ static inline bool xf__cancelled(const struct xf_fiber *f)
 	return f && (atomic_load_explicit(&f->gen_cancel, memory_order_relaxed) & XF_CANCELLED);
 }
 
+/* Whether f's cancellable calls end now: cancelled, and not inside
+ * xf_cancel_disable (read only when cancelled: the common path loads one
+ * word). */
+static inline bool xf__cancel_pending(const struct xf_fiber *f)
+{
+	return unlikely(xf__cancelled(f)) &&
+	       !__atomic_load_n(&f->cancel_disabled, __ATOMIC_RELAXED);
+}
+
 /* The calling fiber's cancellable call, at its start: ECANCELED if the
- * fiber was cancelled, else 0. */
+ * fiber was cancelled (and has not disabled it), else 0. */
 static inline int xf__cancel_point(void)
 {
 	struct xf__worker *w = xf__this_worker();
 
-	return w && unlikely(xf__cancelled(w->current)) ? ECANCELED : 0;
+	return w && xf__cancel_pending(w->current) ? ECANCELED : 0;
 }
 
 /* A fiber leaving a wait queue waits for the cancellers looking at waits

@@ -361,7 +361,7 @@ int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t 
 	 * pool takes it back, io/blocking.c): the kind stored, then the look,
 	 * against the canceller's barrier (cancel.c).  A waker that won first
 	 * is consumed by the switch. */
-	if (unlikely(xf__cancelled(self)) && xf__wait_kind_cancellable(kind) && !self->wait_lock &&
+	if (xf__cancel_pending(self) && xf__wait_kind_cancellable(kind) && !self->wait_lock &&
 	    kind != XF_WAIT_ON_BLOCKING_CALL && xf__wait_claim(self, XF_WAIT_CANCELED)) {
 		self->wait_kind = XF_WAIT_ON_NOTHING;
 		xf__preempt_enable();

@@ -240,8 +240,10 @@ int xf_chan_close(xf_chan *ch)
 
 /*
  * xf_select waits on several channel operations and performs exactly one.
- * First every case is tried, one channel lock at a time, from a random
- * case on (when several are ready each gets its turn).  Then, if it may
+ * First every case is tried, one channel lock at a time, in a random order
+ * (a fresh permutation each call, as Go's select: when several are ready,
+ * each is as likely as the others - a random first case tried in turn
+ * would favour a ready case that follows cases not ready).  Then, if it may
  * wait, it takes every channel's lock at once, in address order (no other
  * path holds two), tries again, and queues one stand-in per case on its
  * channel: a fiber structure marked XF_FIBER_F_SELECT whose wait_object is
@@ -251,7 +253,8 @@ int xf_chan_close(xf_chan *ch)
  * The channel code needs nothing else: a stand-in's wait_data is its case's
  * message, as a waiting fiber's is.
  */
-#define SELECT_ON_STACK 8 /* cases whose stand-ins fit on the stack */
+#define SELECT_ON_STACK	      8	 /* cases whose stand-ins fit on the stack */
+#define SELECT_ORDER_ON_STACK 64 /* cases whose order fits on the stack */
 
 static unsigned select_random(void)
 {
@@ -271,16 +274,28 @@ static int try_case(xf_select_case *c, struct xf_fiber **wake)
 				       : recv_locked(c->chan, c->msg, wake);
 }
 
-/* Tries the cases from start on, each under its own lock (locked: all
+/* A random permutation of 0..n-1 into order (Fisher-Yates). */
+static void select_shuffle(size_t *order, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t j = select_random() % (i + 1);
+
+		if (j != i)
+			order[i] = order[j];
+		order[j] = i;
+	}
+}
+
+/* Tries the cases in the given order, each under its own lock (locked: all
  * taken already, and *wake - the fiber the case's partner is - left to the
  * caller to wake once they are dropped).  The index of the case that
  * proceeded, with its result in it; or n. */
-static size_t try_cases(xf_select_case *cases, size_t n, size_t start, bool locked,
+static size_t try_cases(xf_select_case *cases, size_t n, const size_t *order, bool locked,
 			struct xf_fiber **wake)
 {
 	*wake = NULL;
 	for (size_t k = 0; k < n; k++) {
-		size_t i = (start + k) % n;
+		size_t i = order[k];
 		int r;
 
 		if (!cases[i].chan)
@@ -328,7 +343,7 @@ static size_t select_channels(xf_select_case *cases, size_t n, xf_chan **chans)
 }
 
 static int select_wait(xf_select_case *cases, size_t n, uint64_t timeout_ns, size_t *chosen,
-		       size_t start, struct xf_fiber *self)
+		       const size_t *order, struct xf_fiber *self)
 {
 	struct xf_fiber on_stack[SELECT_ON_STACK], *nodes = on_stack, *wake;
 	xf_chan *chans_on_stack[SELECT_ON_STACK], **chans = chans_on_stack;
@@ -348,7 +363,7 @@ static int select_wait(xf_select_case *cases, size_t n, uint64_t timeout_ns, siz
 	for (size_t j = 0; j < m; j++)
 		xf__spin_lock(&chans[j]->lock);
 	/* Under every lock: one more try, then the stand-ins, atomically. */
-	i = try_cases(cases, n, start, true, &wake);
+	i = try_cases(cases, n, order, true, &wake);
 	if (i == n) {
 		atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
 		self->wait_timed = true; /* claimed by compare-and-swap, case by case */
@@ -382,21 +397,26 @@ static int select_wait(xf_select_case *cases, size_t n, uint64_t timeout_ns, siz
 	}
 	state = xf__wait_block(self, timeout_ns == XF_FOREVER ? 0 : timeout_ns, NULL,
 			       XF_WAIT_ON_SELECT, cases);
-	/* Every stand-in off its queue before they go; the winner is already. */
+	i = n; /* timed out or cancelled: no case won */
+	if (state == XF_WAIT_WOKEN || state == XF_WAIT_CLOSED)
+		i = (size_t)((struct xf_fiber *)self->wait_data - nodes);
+	/* Every other stand-in off its queue before they go.  Not the
+	 * winner's channel: its stand-in is off already, and nothing of this
+	 * select keeps that channel alive now - the fiber that woke us may
+	 * have destroyed it.  The others cannot be: a queued stand-in makes
+	 * xf_chan_destroy fail with EBUSY. */
 	for (size_t k = 0; k < n; k++) {
-		if (!cases[k].chan)
+		if (!cases[k].chan || k == i)
 			continue;
 		xf__spin_lock(&cases[k].chan->lock);
 		if (nodes[k].wait_queue)
 			xf__waitq_remove(nodes[k].wait_queue, &nodes[k]);
 		xf__spin_unlock(&cases[k].chan->lock);
 	}
-	if (state == XF_WAIT_WOKEN || state == XF_WAIT_CLOSED) {
-		i = (size_t)((struct xf_fiber *)self->wait_data - nodes);
+	if (i < n)
 		cases[i].result = state == XF_WAIT_WOKEN ? 0 : EPIPE;
-	} else {
+	else
 		err = state == XF_WAIT_TIMEDOUT ? ETIMEDOUT : ECANCELED;
-	}
 out:
 	if (!err)
 		*chosen = i;
@@ -410,7 +430,8 @@ out:
 int xf_select(xf_select_case *cases, size_t n, uint64_t timeout_ns, size_t *chosen)
 {
 	struct xf_fiber *self;
-	size_t active = 0, start, i;
+	size_t active = 0, i, order_on_stack[SELECT_ORDER_ON_STACK], *order = order_on_stack;
+	int err;
 
 	if (!chosen || (n && !cases))
 		return EINVAL;
@@ -437,22 +458,27 @@ int xf_select(xf_select_case *cases, size_t n, uint64_t timeout_ns, size_t *chos
 		}
 		return ETIMEDOUT;
 	}
-	start = select_random() % n;
+	if (n > SELECT_ORDER_ON_STACK && !(order = malloc(n * sizeof(*order))))
+		return ENOMEM;
+	select_shuffle(order, n);
 	{
 		struct xf_fiber *none;
 
-		i = try_cases(cases, n, start, false, &none);
+		i = try_cases(cases, n, order, false, &none);
 	}
 	if (i < n) {
 		*chosen = i;
-		return 0;
+		err = 0;
+	} else if (!timeout_ns) {
+		err = ETIMEDOUT;
+	} else if (!(self = xf__self_or_thread())) {
+		err = EPERM;
+	} else if (xf__preempt_disabled_beyond(0)) {
+		err = xf__misuse_preempt_disabled("xf_select");
+	} else {
+		err = select_wait(cases, n, timeout_ns, chosen, order, self);
 	}
-	if (!timeout_ns)
-		return ETIMEDOUT;
-	self = xf__self_or_thread();
-	if (!self)
-		return EPERM;
-	if (xf__preempt_disabled_beyond(0))
-		return xf__misuse_preempt_disabled("xf_select");
-	return select_wait(cases, n, timeout_ns, chosen, start, self);
+	if (order != order_on_stack)
+		free(order);
+	return err;
 }

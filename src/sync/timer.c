@@ -93,13 +93,11 @@ int xf_timer_stop(xf_timer *t)
 		return xf_detach(t->fiber);
 	}
 	xf_sem_post(&t->stop);
-	err = xf_join(t->fiber, NULL); /* waits for a callback that runs */
-	if (err == ECANCELED) {
-		/* The caller was cancelled: its join cannot wait, so the timer's
-		 * fiber frees the timer when it ends. */
-		atomic_store(&t->self_stop, true);
-		return xf_detach(t->fiber);
-	}
+	/* Waits for a callback that runs, even in a cancelled caller: the
+	 * caller frees what the callback uses once this returns. */
+	xf_cancel_disable();
+	err = xf_join(t->fiber, NULL);
+	xf_cancel_enable();
 	if (!err)
 		free(t);
 	return err;

@@ -99,7 +99,7 @@ int xf__waitq_wait(xf__waitq *q, _Atomic uint32_t *lock, struct xf_fiber *self, 
 	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
 	self->wait_timed = timeout_ns != 0;
 	xf__waitq_push(q, self);
-	if (unlikely(xf__cancelled(self)) && xf__wait_kind_cancellable(kind)) {
+	if (xf__cancel_pending(self) && xf__wait_kind_cancellable(kind)) {
 		/* Cancelled before it could wait: not queued after all. */
 		xf__waitq_remove(q, self);
 		atomic_store_explicit(&self->wait_state, XF_WAIT_NONE, memory_order_relaxed);

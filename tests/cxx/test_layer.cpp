@@ -2,7 +2,11 @@
 // with arguments, exceptions rethrown by join, move-only values through
 // channels (and none leaked), select with callbacks and a timeout, wait
 // groups, mutexes with std::lock_guard and std::unique_lock, condition
-// variables, timers, cancellation as std::errc::operation_canceled.
+// variables, timers, cancellation as std::errc::operation_canceled; and
+// what a cancelled owner's destructors must still do (join its fibers,
+// stop its timers), a timer destroyed from its own callback, a select
+// callback that throws, durations too long for nanoseconds, move-only
+// callbacks, a channel of a type without a default constructor.
 //
 // usage: test_layer WORKERS
 #include <atomic>
@@ -120,8 +124,128 @@ void test_cancel()
 	CHECK(outcome == 2);
 }
 
+// A cancelled fiber unwinds: its xf::fiber members are cancelled and
+// joined, its timers stopped after the callback that runs - neither
+// outlives the frame it uses.
+void test_cancelled_owner()
+{
+	std::atomic<int> child_saw{0}, callback_done{0};
+	xf::fiber parent([&] {
+		int local = 0;
+		xf::fiber child([&] {
+			try {
+				xf::this_fiber::sleep_for(10s);
+				child_saw = 1;
+			} catch (const std::system_error &e) {
+				child_saw = e.code() == std::errc::operation_canceled ? 2 : 3;
+			}
+			xf_sleep_ns(5000000); // cancelled: returns at once, or waits
+			local = 42;
+		});
+		std::string s(64, 's');
+		xf::timer t(0ms, [s, &callback_done] {
+			xf_sleep_ns(10000000); // not cancelled: the timer's own fiber
+			callback_done = s.size() == 64 ? 1 : 2;
+		});
+		xf::this_fiber::sleep_for(2ms); // the callback runs
+		xf_cancel(xf_self());
+		xf::this_fiber::sleep_for(10s); // throws: ~timer, then ~fiber
+	});
+	try {
+		parent.join();
+		fail("the cancelled parent returned", __LINE__);
+	} catch (const std::system_error &e) {
+		CHECK(e.code() == std::errc::operation_canceled);
+	}
+	CHECK(child_saw == 2);	   // cancelled by the owner's destructor
+	CHECK(callback_done == 1); // stopped after the callback ended
+}
+
+// Destroyed from its own callback: the callback ends first.
+void test_timer_self_destroy()
+{
+	struct job {
+		std::unique_ptr<xf::timer> t;
+		std::string text = "still here";
+		std::atomic<int> n{0};
+	} j;
+	std::atomic<bool> read_after{false};
+	j.t = std::make_unique<xf::timer>(1ms, 1ms, [&j, &read_after, keep = std::string(80, 'k')] {
+		if (++j.n == 3) {
+			j.t.reset();
+			read_after = keep.size() == 80; // this closure outlives reset()
+		}
+	});
+	xf::this_fiber::sleep_for(30ms);
+	CHECK(j.n == 3 && read_after && !j.t);
+}
+
+// Select: a callback that throws leaves no case's value behind (ASan's
+// leak check, in make check); move-only callbacks.
+void test_select_throw()
+{
+	{
+		xf::channel<int> a(1);
+		xf::channel<tracked> b(0);
+		a.send(1);
+		try {
+			xf::select(xf::on_recv(a, [](std::optional<int>) { throw std::runtime_error("x"); }),
+				   xf::on_send(b, tracked(3), [] {}));
+			fail("the callback's exception was lost", __LINE__);
+		} catch (const std::runtime_error &) {
+		}
+	}
+	CHECK(tracked::alive == 0);
+	xf::channel<int> c(1);
+	c.send(5);
+	auto owned = std::make_unique<int>(0);
+	xf::select(xf::on_recv(c, [p = std::move(owned)](std::optional<int> v) { *p = *v; }),
+		   xf::on_timeout(1s, [q = std::make_unique<int>(1)] {}));
+}
+
+// Durations past what nanoseconds hold: forever, not an overflow.
+void test_long_durations()
+{
+	xf::mutex m;
+	xf::condition_variable cv;
+	std::atomic<bool> go{false};
+	xf::fiber waker([&] {
+		xf::this_fiber::sleep_for(5ms);
+		{
+			std::lock_guard<xf::mutex> g(m);
+			go = true;
+		}
+		cv.notify_all();
+	});
+	std::unique_lock<xf::mutex> lk(m);
+	CHECK(cv.wait_for(lk, std::chrono::hours::max(), [&] { return go.load(); }));
+	lk.unlock();
+	waker.join();
+	xf::wait_group wg;
+	wg.add(1);
+	xf::fiber done([&] {
+		xf::this_fiber::sleep_for(5ms);
+		wg.done();
+	});
+	CHECK(wg.wait_for(std::chrono::seconds::max()));
+	done.join();
+}
+
+// A trivially copyable type without a default constructor.
+struct point {
+	int x, y;
+	point(int a, int b) : x(a), y(b) {}
+};
+
 void test_channel()
 {
+	{
+		xf::channel<point> pts(2);
+		pts.send(point(1, 2));
+		auto got = pts.recv();
+		CHECK(got && got->x == 1 && got->y == 2);
+		CHECK(!pts.try_recv() && !pts.recv_for(1ms));
+	}
 	{
 		xf::channel<tracked> ch(4);
 		xf::fiber p([&] {
@@ -294,6 +418,10 @@ int main(int argc, char **argv)
 		test_select();
 		test_sync();
 		test_timer();
+		test_cancelled_owner();
+		test_timer_self_destroy();
+		test_select_throw();
+		test_long_durations();
 		CHECK(rt.shutdown_for(5s));
 	}
 	try {

@@ -13,6 +13,8 @@
  *   all     xf_cancel_all ends every fiber's wait but the caller's
  *   blocking  a queued job is withdrawn and never runs; a running one is
  *           waited for and its result kept
+ *   disable a fiber that disabled cancellation is cancelled while it waits:
+ *           the wait goes on, later calls work, until the outermost enable
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -396,10 +398,52 @@ static void test_blocking(void)
 	       withdrawn);
 }
 
+/* --- disable --- */
+
+static xf_sem d_ready, d_go;
+static _Atomic int d_step;
+
+static void *disabled_waiter(void *arg)
+{
+	(void)arg;
+	CHECK_ERR(xf_cancel_enable(), EINVAL); /* not disabled */
+	CHECK_ERR(xf_cancel_disable(), 0);
+	xf_sem_post(&d_ready);
+	CHECK_ERR(xf_sem_wait(&d_go), 0); /* cancelled meanwhile: waits on */
+	CHECK(xf_cancelled());
+	atomic_store(&d_step, 1);
+	CHECK_ERR(xf_sleep_ns(1000000), 0);
+	CHECK_ERR(xf_cancel_disable(), 0); /* nested */
+	CHECK_ERR(xf_cancel_enable(), 0);
+	CHECK_ERR(xf_sleep_ns(1000), 0); /* still disabled: one level left */
+	CHECK_ERR(xf_cancel_enable(), 0);
+	CHECK_ERR(xf_sleep_ns(1000000), ECANCELED); /* the first call after */
+	CHECK_ERR(xf_sem_wait(&d_go), ECANCELED);
+	atomic_store(&d_step, 2);
+	return NULL;
+}
+
+static void test_disable(void)
+{
+	xf_fiber *f;
+
+	xf_sem_init(&d_ready, 0);
+	xf_sem_init(&d_go, 0);
+	CHECK_ERR(xf_spawn(&f, disabled_waiter, NULL, NULL), 0);
+	CHECK_ERR(xf_sem_wait(&d_ready), 0);
+	xf_sleep_ns(2000000); /* it waits */
+	CHECK_ERR(xf_cancel(f), 0);
+	xf_sleep_ns(10000000);
+	CHECK(atomic_load(&d_step) == 0); /* the cancel did not end its wait */
+	xf_sem_post(&d_go);
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK(atomic_load(&d_step) == 2);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		xf_test_fail("usage: test_cancel kinds|race|all|blocking WORKERS");
+		xf_test_fail("usage: test_cancel kinds|race|all|blocking|disable WORKERS");
 	nworkers = (unsigned)atoi(argv[2]);
 	alarm(50);
 	CHECK_ERR(xf_init(&(xf_config){.workers = nworkers, .slice_us = 100, .blocking_threads = 4}),
@@ -413,6 +457,8 @@ int main(int argc, char **argv)
 		test_all();
 	} else if (!strcmp(argv[1], "blocking")) {
 		test_blocking();
+	} else if (!strcmp(argv[1], "disable")) {
+		test_disable();
 	} else {
 		xf_test_fail("unknown case %s", argv[1]);
 	}

@@ -12,6 +12,7 @@
  *            over them too, with a timeout case and cancels on the side:
  *            every message arrives exactly once
  *   thread   plain threads select beside fibers
+ *   destroy  the channel a select was woken on is destroyed as it returns
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -101,31 +102,85 @@ static void test_basic(void)
 
 static void test_fair(void)
 {
-	xf_chan *a, *b;
+	xf_chan *a, *b, *idle1, *idle2;
 	long v = 5, y;
-	unsigned count[2] = {0, 0};
+	unsigned count[4] = {0, 0, 0, 0};
 
 	CHECK_ERR(xf_chan_create(&a, sizeof(long), 4), 0);
 	CHECK_ERR(xf_chan_create(&b, sizeof(long), 4), 0);
+	CHECK_ERR(xf_chan_create(&idle1, sizeof(long), 0), 0);
+	CHECK_ERR(xf_chan_create(&idle2, sizeof(long), 0), 0);
 	for (int i = 0; i < 20000; i++) {
-		xf_select_case c[2] = {recv_case(a, &y), recv_case(b, &y)};
+		/* Two always ready, side by side, then two never ready: trying
+		 * the cases in turn from a random start would pick a whenever
+		 * the start is a or one of the idle ones - 3 times in 4. */
+		xf_select_case c[4] = {recv_case(a, &y), recv_case(b, &y), recv_case(idle1, &y),
+				       recv_case(idle2, &y)};
 		size_t chosen;
 
-		/* Both always ready. */
 		while (xf_chan_try_send(a, &v) == 0)
 			;
 		while (xf_chan_try_send(b, &v) == 0)
 			;
-		CHECK_ERR(xf_select(c, 2, XF_FOREVER, &chosen), 0);
+		CHECK_ERR(xf_select(c, 4, XF_FOREVER, &chosen), 0);
 		count[chosen]++;
 	}
 	printf("fair: %u and %u\n", count[0], count[1]);
-	if (count[0] < 8000 || count[1] < 8000)
-		xf_test_fail("an always-ready case was chosen %u times of 20000", count[0] < count[1] ? count[0] : count[1]);
+	CHECK(count[2] == 0 && count[3] == 0);
+	if (count[0] < 9000 || count[1] < 9000)
+		xf_test_fail("an always-ready case was chosen %u times of 20000",
+			     count[0] < count[1] ? count[0] : count[1]);
 	while (xf_chan_try_recv(a, &y) == 0 || xf_chan_try_recv(b, &y) == 0)
 		;
 	CHECK_ERR(xf_chan_destroy(a), 0);
 	CHECK_ERR(xf_chan_destroy(b), 0);
+	CHECK_ERR(xf_chan_destroy(idle1), 0);
+	CHECK_ERR(xf_chan_destroy(idle2), 0);
+}
+
+/* --- destroy --- */
+
+/* A select woken by a send returns; the sender, seeing nobody wait any
+ * more, destroys the channel at once.  The select must not touch that
+ * channel after its wake (ASan, in make check, sees it if it does). */
+static xf_chan *d_idle;
+
+static void *destroy_selector(void *arg)
+{
+	long x, y;
+	size_t chosen;
+	xf_select_case c[2] = {recv_case(d_idle, &x), recv_case(arg, &y)};
+
+	CHECK_ERR(xf_select(c, 2, XF_FOREVER, &chosen), 0);
+	CHECK(chosen == 1 && y == 7);
+	return NULL;
+}
+
+static void *destroy_sender(void *arg)
+{
+	for (long i = 0; i < (long)(intptr_t)arg; i++) {
+		xf_chan *c;
+		xf_fiber *f;
+		long v = 7;
+
+		CHECK_ERR(xf_chan_create(&c, sizeof(long), 0), 0);
+		CHECK_ERR(xf_spawn(&f, destroy_selector, c, NULL), 0);
+		CHECK_ERR(xf_chan_send(c, &v), 0);
+		CHECK_ERR(xf_chan_destroy(c), 0);
+		CHECK_ERR(xf_join(f, NULL), 0);
+	}
+	return NULL;
+}
+
+static void test_destroy(void)
+{
+	pthread_t t;
+
+	CHECK_ERR(xf_chan_create(&d_idle, sizeof(long), 0), 0);
+	destroy_sender((void *)(intptr_t)3000); /* from a fiber */
+	CHECK(pthread_create(&t, NULL, destroy_sender, (void *)(intptr_t)3000) == 0);
+	CHECK(pthread_join(t, NULL) == 0); /* from a plain thread */
+	CHECK_ERR(xf_chan_destroy(d_idle), 0);
 }
 
 /* --- pair --- */
@@ -310,7 +365,7 @@ static void test_thread(void)
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		xf_test_fail("usage: test_select basic|fair|pair|stress|thread WORKERS");
+		xf_test_fail("usage: test_select basic|fair|pair|stress|thread|destroy WORKERS");
 	nworkers = (unsigned)atoi(argv[2]);
 	alarm(50);
 	CHECK_ERR(xf_init(&(xf_config){.workers = nworkers, .slice_us = 100}), 0);
@@ -324,6 +379,8 @@ int main(int argc, char **argv)
 		test_stress();
 	else if (!strcmp(argv[1], "thread"))
 		test_thread();
+	else if (!strcmp(argv[1], "destroy"))
+		test_destroy();
 	else
 		xf_test_fail("unknown case %s", argv[1]);
 	CHECK_ERR(xf_shutdown(), 0);

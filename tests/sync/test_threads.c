@@ -11,6 +11,9 @@
  *   sem      threads wait for units fibers post, and time out on their own
  *   wg       a thread waits for fibers' xf_wg_done
  *   mutex    threads and fibers share an xf_mutex and an xf_cond
+ *   shutdown threads spawn detached fibers while the first fiber shuts
+ *            the runtime down: every spawn that returned 0 ran, the rest
+ *            returned EPERM, and nothing crashed
  * Meanwhile a fiber counts on every worker: a worker put to sleep by a
  * thread's wait would stop its count.
  */
@@ -293,14 +296,67 @@ static void test_mutex(void)
 	CHECK(shared == 300L * 2 * THREADS);
 }
 
+/* --- shutdown --- */
+
+static atomic_long sd_ran, sd_spawned;
+
+static void *sd_fiber(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&sd_ran, 1);
+	return NULL;
+}
+
+static void *sd_spawner(void *arg)
+{
+	xf_attr a = XF_ATTR_INIT;
+
+	(void)arg;
+	a.detached = true;
+	for (;;) {
+		int err = xf_spawn(NULL, sd_fiber, NULL, &a);
+
+		if (err) {
+			CHECK_ERR(err, EPERM);
+			return NULL;
+		}
+		atomic_fetch_add(&sd_spawned, 1);
+	}
+}
+
+static void test_shutdown(void)
+{
+	for (int round = 0; round < 30; round++) {
+		pthread_t t[THREADS];
+
+		atomic_store(&sd_ran, 0);
+		atomic_store(&sd_spawned, 0);
+		CHECK_ERR(xf_init(&(xf_config){.workers = nworkers, .slice_us = 100}), 0);
+		for (int i = 0; i < THREADS; i++)
+			CHECK(pthread_create(&t[i], NULL, sd_spawner, NULL) == 0);
+		xf_sleep_ns(1000000);
+		CHECK_ERR(xf_shutdown(), 0);
+		for (int i = 0; i < THREADS; i++)
+			CHECK(pthread_join(t[i], NULL) == 0);
+		if (atomic_load(&sd_ran) != atomic_load(&sd_spawned))
+			xf_test_fail("round %d: %ld spawns returned 0, %ld fibers ran", round,
+				     atomic_load(&sd_spawned), atomic_load(&sd_ran));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	xf_fiber *counters[8];
 
 	if (argc != 3)
-		xf_test_fail("usage: test_threads spawn|chan|sem|wg|mutex WORKERS");
+		xf_test_fail("usage: test_threads spawn|chan|sem|wg|mutex|shutdown WORKERS");
 	nworkers = (unsigned)atoi(argv[2]);
 	alarm(50);
+	if (!strcmp(argv[1], "shutdown")) {
+		test_shutdown(); /* its own runtimes */
+		printf("shutdown: ok\n");
+		return 0;
+	}
 	CHECK_ERR(xf_init(&(xf_config){.workers = nworkers, .slice_us = 100}), 0);
 	for (unsigned w = 0; w < nworkers; w++) {
 		xf_attr a = XF_ATTR_INIT;

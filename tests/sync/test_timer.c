@@ -1,7 +1,8 @@
 /*
  * test_timer.c - xf_timer: once, periodic, stopped while its callback
- * runs, stopped from its callback, falling behind without a burst, and
- * started and stopped from a plain thread.
+ * runs, stopped from its callback, falling behind without a burst,
+ * stopped by a cancelled fiber (which must still wait for the callback),
+ * and started and stopped from a plain thread.
  *
  * usage: test_timer WORKERS
  */
@@ -135,6 +136,40 @@ static void test_self_stop(void)
 	CHECK(atomic_load(&c.ticks) == 3);
 }
 
+/* A cancelled fiber stops a timer whose callback runs: the stop still
+ * waits for it, for the caller frees what the callback uses next. */
+static _Atomic int slow_state; /* 1: in the callback, 2: it ended */
+
+static void slow_tick(void *arg)
+{
+	(void)arg;
+	atomic_store(&slow_state, 1);
+	xf_sleep_ns(20 * MS);
+	atomic_store(&slow_state, 2);
+}
+
+static void *cancelled_stopper(void *arg)
+{
+	xf_timer *t;
+
+	(void)arg;
+	CHECK_ERR(xf_timer_start(&t, 0, 0, slow_tick, NULL), 0);
+	while (atomic_load(&slow_state) != 1)
+		xf_sleep_ns(100000);
+	CHECK_ERR(xf_cancel(xf_self()), 0);
+	CHECK_ERR(xf_timer_stop(t), 0);
+	CHECK(atomic_load(&slow_state) == 2);
+	return NULL;
+}
+
+static void test_cancelled_stop(void)
+{
+	xf_fiber *f;
+
+	CHECK_ERR(xf_spawn(&f, cancelled_stopper, NULL, NULL), 0);
+	CHECK_ERR(xf_join(f, NULL), 0);
+}
+
 static void *thread_timers(void *arg)
 {
 	struct counting c = {0};
@@ -162,6 +197,7 @@ int main(int argc, char **argv)
 	test_periodic();
 	test_behind();
 	test_self_stop();
+	test_cancelled_stop();
 	CHECK(pthread_create(&th, NULL, thread_timers, NULL) == 0);
 	CHECK(pthread_join(th, NULL) == 0);
 	CHECK_ERR(xf_shutdown(), 0);
