@@ -160,6 +160,18 @@ static int guard(void *lo)
 }
 
 /*
+ * A stack's own mapping refused: with mprotect's guards that is the same
+ * limit as a refused guard (which of the two meets it first depends on the
+ * count when the next slab is due; under qemu-user it is the mmap).
+ */
+static int map_refused(void)
+{
+	if (errno == ENOMEM && guard_mode == GUARD_MPROTECT)
+		say_map_limit();
+	return ENOMEM;
+}
+
+/*
  * For debuggers: gdb's gcore stops copying a mapping at the first page it
  * cannot read, which a guard of MADV_GUARD_INSTALL is, so a slab's cores
  * lost every stack past its first guard.  The gdb extension's `fiber gcore
@@ -206,7 +218,7 @@ static int stack_map_single(size_t usable, struct xf__stack *out)
 	int err;
 
 	if (p == MAP_FAILED)
-		return ENOMEM;
+		return map_refused();
 	err = guard(p);
 	if (err) {
 		munmap(p, len);
@@ -231,8 +243,10 @@ static int stack_carve(size_t usable, struct xf__stack *out)
 		p = mmap(NULL, slot * XF_SLAB_STACKS, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 		if (p == MAP_FAILED) {
+			int err = map_refused();
+
 			free(s);
-			return ENOMEM;
+			return err;
 		}
 		*s = (struct slab){.next = stacks.slabs, .base = p, .len = slot * XF_SLAB_STACKS};
 		stacks.slabs = s;
