@@ -172,6 +172,9 @@ struct xf_fiber {
 	uint32_t polls;		  /* rounds of its current wait as a fiber, */
 	uint64_t poll_last_ns;	  /* and when the last one ended (sync/pthread.c) */
 	void (*once_init)(void);  /* the routine of its pthread_once call (sync/pthread.c) */
+	/* std::call_once's two pointers as its pthread_once call found them on
+	 * its caller's thread, for the thread the routine runs on (cxx.c). */
+	void *once_passed[2];
 	/* Locks its thread owns that it holds (sync/pthread.c), malloc'd by the
 	 * first such lock: few fibers ever hold one. */
 	uint16_t owned_nr, owned_cap;
@@ -797,6 +800,9 @@ void xf__cxx_check(void);
 void xf__cxx_once_locate(struct xf__worker *w);
 void xf__cxx_once_save(struct xf__worker *w, struct xf_fiber *f);
 void xf__cxx_once_restore(struct xf__worker *w, struct xf_fiber *f);
+/* This thread's std::call_once pointers into pair, and back (cxx.c). */
+void xf__cxx_once_get(void *pair[2]);
+void xf__cxx_once_set(void *const pair[2]);
 
 /* Workers (worker.c). */
 void xf__worker_run(struct xf__worker *w);

@@ -64,6 +64,7 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <threads.h>
 #include <time.h>
 
@@ -645,6 +646,7 @@ static void once_routine(void)
 	void (*init)(void) = f->once_init;
 	uint8_t prev = mark(f, XF_BLOCKING_NONE);
 
+	xf__cxx_once_set(f->once_passed); /* std::call_once's, on this thread */
 	init();
 	unmark(xf__self(), prev); /* the same fiber, perhaps on another worker */
 }
@@ -655,13 +657,20 @@ XF_INTERPOSE(int, pthread_once, (pthread_once_t * once, void (*init)(void)))
 	void (*outer)(void);
 	int err;
 
+	void *passed[2], *outer_passed[2];
+
 	if (!f)
 		return XF_REAL(pthread_once)(once, init);
+	/* Before any switch: std::call_once set them on this thread (cxx.c). */
+	xf__cxx_once_get(passed);
 	wait_out(f, once_running, once, 0);
 	outer = f->once_init; /* a routine that calls pthread_once itself */
+	memcpy(outer_passed, f->once_passed, sizeof(passed));
 	f->once_init = init;
+	memcpy(f->once_passed, passed, sizeof(passed));
 	err = BLOCKING(f, XF_BLOCKING_AT_WAIT, XF_REAL(pthread_once)(once, once_routine));
 	f->once_init = outer;
+	memcpy(f->once_passed, outer_passed, sizeof(passed));
 	return err;
 }
 

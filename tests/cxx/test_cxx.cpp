@@ -7,6 +7,9 @@
 //   guard      several fibers reach a function-local static whose
 //              constructor runs 3 slices (__cxa_guard_acquire)
 //   call_once  the same through std::call_once, two flags at once
+//   once_throw a std::call_once routine and a static's constructor that
+//              throw twice, across slices, then succeed: each runs 3
+//              times, the others wait and retry, nothing is lost
 //   mutex      pinned fibers on worker 0 hold a std::mutex across slices
 //   pmutex     the same with pthread mutexes: normal, error-checking, and a
 //              rwlock
@@ -199,6 +202,51 @@ void test_call_once()
 		}
 	});
 	CHECK(call_runs_a == 1 && call_runs_b == 1);
+}
+
+std::once_flag flag_throws;
+std::atomic<int> once_tries, ctor_tries, once_throw_ok, once_throw_caught;
+
+struct ThrowsTwice {
+	int v;
+	ThrowsTwice()
+	{
+		spin_for_ns(slices(2));
+		if (ctor_tries++ < 2)
+			throw std::runtime_error("ctor");
+		v = 7;
+	}
+};
+
+int throws_twice_value()
+{
+	static ThrowsTwice s;
+	return s.v;
+}
+
+void test_once_throw()
+{
+	run_fibers(6, [](int) {
+		for (int r = 0; r < 3; r++) {
+			try {
+				std::call_once(flag_throws, [] {
+					spin_for_ns(slices(2));
+					if (once_tries++ < 2)
+						throw std::runtime_error("once");
+				});
+				once_throw_ok++;
+			} catch (const std::runtime_error &) {
+				once_throw_caught++;
+			}
+			try {
+				CHECK(throws_twice_value() == 7);
+			} catch (const std::runtime_error &) {
+				once_throw_caught++;
+			}
+		}
+	});
+	CHECK(once_tries == 3 && ctor_tries == 3 && once_throw_caught == 4);
+	CHECK(once_throw_ok == 6 * 3 - 2);
 }
 
 // --- mutexes ---
@@ -579,7 +627,7 @@ struct Case {
 	const char *name;
 	void (*run)();
 } cases[] = {
-    {"once", test_once},       {"guard", test_guard},     {"call_once", test_call_once},
+    {"once", test_once},       {"guard", test_guard},     {"call_once", test_call_once}, {"once_throw", test_once_throw},
     {"mutex", test_mutex},     {"pmutex", test_pmutex},   {"condvar", test_condvar},
     {"rethrow", test_rethrow}, {"uncaught", test_uncaught},   {"escape", test_escape},
     {"owned", test_owned},     {"waits", test_waits},         {"c11", test_c11},
