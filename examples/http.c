@@ -222,8 +222,14 @@ static bool answer(struct http_conn *c, bool close)
 		if (us < 0) {
 			status = 400, body = "us=MICROSECONDS, at most 1000000\n", len = 33;
 		} else {
-			n = snprintf(sum, sizeof(sum), "%016llx\n",
-				     (unsigned long long)spin_work((uint64_t)us));
+			uint64_t work;
+
+			if (c->around_spin)
+				c->around_spin(us, true);
+			work = spin_work((uint64_t)us);
+			if (c->around_spin)
+				c->around_spin(us, false);
+			n = snprintf(sum, sizeof(sum), "%016llx\n", (unsigned long long)work);
 			status = 200, body = sum, len = (size_t)n;
 		}
 	} else if (c->keep_body) {

@@ -39,6 +39,9 @@ struct http_conn {
 	size_t body_len, body_cap;
 	char *out;
 	size_t out_len, out_cap;
+	/* Called before (begins) and after a /spin of us microseconds, or
+	 * NULL: example_httpd's --batch-over-us marks long work there. */
+	void (*around_spin)(long us, bool begins);
 };
 
 void http_conn_init(struct http_conn *c, const atomic_bool *stopping);

@@ -3,6 +3,7 @@
  *
  *   example_httpd [--port P] [--workers N] [--slice-us S] [--cooperative]
  *                 [--header-timeout-ms T] [--idle-timeout-ms T] [--threads]
+ *                 [--batch-over-us U]
  *
  * Port 0 (the default) picks a free port; the first line printed is
  * "listening on 127.0.0.1:PORT".  Workers default to one per CPU.  The
@@ -15,6 +16,10 @@
  *
  * SIGINT or SIGTERM: it stops accepting, finishes the requests in flight,
  * closes idle connections and exits 0.
+ *
+ * --batch-over-us U runs a /spin of U microseconds or more as batch work
+ * (xf_fiber_set_batch): short requests go first, and long ones keep a
+ * share of the CPU; what a server does for its known-heavy routes.
  *
  * --threads serves each connection on a kernel thread instead, without
  * xfiber (its calls are then the plain ones) and without the timeouts: the
@@ -63,6 +68,14 @@ static struct {
 
 static atomic_bool stopping;
 static bool threads; /* --threads: a kernel thread per connection, no xfiber */
+static unsigned long batch_over_us; /* --batch-over-us; 0: no batch work */
+
+/* A long /spin is batch work, then the fiber is latency-critical again. */
+static void around_spin(long us, bool begins)
+{
+	if ((unsigned long)us >= batch_over_us)
+		xf_fiber_set_batch(xf_self(), begins);
+}
 
 
 /* --- A connection's life. */
@@ -120,6 +133,8 @@ static void serve(void *arg)
 	h = &c->http;
 	c->fd = fd;
 	http_conn_init(h, &stopping);
+	if (batch_over_us && !threads)
+		h->around_spin = around_spin;
 	conn_link(c);
 	for (;;) {
 		uint64_t wait_ns = idle_timeout_ns;
@@ -218,7 +233,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: example_httpd [--port P] [--workers N] [--slice-us S] "
 			"[--cooperative] [--header-timeout-ms T] [--idle-timeout-ms T] "
-			"[--threads]\n");
+			"[--threads] [--batch-over-us U]\n");
 	exit(2);
 }
 
@@ -263,6 +278,8 @@ int main(int argc, char **argv)
 			header_timeout_ns = number(val, 3600000) * 1000000;
 		else if (!strcmp(opt, "--idle-timeout-ms"))
 			idle_timeout_ns = number(val, 3600000) * 1000000;
+		else if (!strcmp(opt, "--batch-over-us"))
+			batch_over_us = number(val, 1000000);
 		else
 			usage();
 		i++;

@@ -275,9 +275,11 @@ typedef struct xf_attr {
 	int worker;        /* with pinned: the worker; -1 = the spawning fiber's worker */
 	const char *name;  /* for debuggers and dumps: copied, up to XF_NAME_MAX - 1 bytes
 			    * kept; NULL = none */
+	bool batch;	   /* batch work: runs when its worker has nothing latency-critical
+			    * to run, with a guaranteed share (xf_fiber_set_batch) */
 } xf_attr;
 
-#define XF_ATTR_INIT {0, false, false, -1, NULL}
+#define XF_ATTR_INIT {0, false, false, -1, NULL, false}
 #define XF_NAME_MAX 32
 
 /* Starts fn(arg) in a new fiber.  *out (may be NULL for a detached fiber)
@@ -327,6 +329,18 @@ XF_API const char *xf_fiber_name(const xf_fiber *f);
  * name.  Another thread reading the name meanwhile may see part of each.
  * EINVAL for NULL, ESRCH for a handle that is no live fiber, ENOMEM. */
 XF_API int xf_fiber_set_name(xf_fiber *f, const char *name);
+
+/* Puts f in the batch class (batch true) or back among the latency-critical
+ * fibers, as the kernel's SCHED_BATCH does for threads.  A batch fiber that
+ * is preempted while other fibers of its worker wait to run steps aside:
+ * they run first, and it resumes when none is left, or once it has waited
+ * XF_BATCH_WAIT_SLICES time slices - so it keeps at least one slice in ten
+ * of a worker that latency-critical fibers keep busy.  A preemption class:
+ * without time slices (xf_config.cooperative) it changes nothing.  Takes
+ * effect at f's next preemption.  EINVAL for NULL, ESRCH for a handle that
+ * is no live fiber. */
+XF_API int xf_fiber_set_batch(xf_fiber *f, bool batch);
+#define XF_BATCH_WAIT_SLICES 9
 
 /* The worker the calling fiber runs on right now (0..workers-1), or -1. */
 XF_API int xf_worker_id(void);
@@ -607,6 +621,10 @@ typedef struct xf_worker_stats {
 	uint64_t poller_calls;		 /* epoll_wait calls (the ticker's in total only) */
 	uint64_t io_events;		 /* descriptor events those returned */
 	uint64_t blocking_jobs;		 /* calls run in the blocking pool */
+	uint64_t batch_stepped_aside;	 /* preemptions of a batch fiber that let others run
+					  * first (xf_fiber_set_batch) */
+	uint64_t batch_starved;		 /* ...that waited XF_BATCH_WAIT_SLICES slices and
+					  * were queued with the others */
 } xf_worker_stats;
 
 typedef struct xf_stats {

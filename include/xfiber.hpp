@@ -211,6 +211,9 @@ public:
 	// xf_cancel: its cancellable calls throw operation_canceled from now on.
 	void cancel() { check(xf_cancel(handle_), "xf_cancel"); }
 
+	// xf_fiber_set_batch: batch work (true) or latency-critical (false).
+	void set_batch(bool batch) { check(xf_fiber_set_batch(handle_, batch), "xf_fiber_set_batch"); }
+
 	xf_fiber *native_handle() const noexcept { return handle_; }
 };
 
@@ -234,6 +237,10 @@ void sleep_until(const std::chrono::time_point<Clock, Duration> &t)
 inline bool cancelled() noexcept { return xf_cancelled(); }
 
 inline xf_fiber *self() noexcept { return xf_self(); }
+
+// The calling fiber as batch work (true) or latency-critical (false):
+// xf_fiber_set_batch.  std::system_error outside a fiber.
+inline void set_batch(bool batch) { check(xf_fiber_set_batch(xf_self(), batch), "xf_fiber_set_batch"); }
 
 } // namespace this_fiber
 

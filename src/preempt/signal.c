@@ -272,7 +272,10 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed))
 		xf__poller_try(w);
 	xf__cxx_once_save(w, f);
-	xf__schedule(w, XF_PREV_REQUEUE);
+	/* Batch work lets latency-critical fibers go first (sched/schedule.c). */
+	if (likely(!__atomic_load_n(&f->batch, __ATOMIC_RELAXED)) || waiting != NOT_WAITING ||
+	    !xf__batch_step_aside(w, f))
+		xf__schedule(w, XF_PREV_REQUEUE);
 	w = xf__this_worker();
 	if (w == preempted_on && w->stats.switches == switches) {
 		XF_STAT_INC(w, preemption_ticks_idle, 1); /* nothing else to run */

@@ -100,7 +100,9 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 {
 	bool wants = io_ready || atomic_load_explicit(&w->nr_queued, memory_order_relaxed) ||
 		     atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
-		     atomic_load_explicit(&w->steal_request, memory_order_relaxed);
+		     atomic_load_explicit(&w->steal_request, memory_order_relaxed) ||
+		     /* the line's guard is looked at by the next decision */
+		     __atomic_load_n(&w->batch_waiting, __ATOMIC_RELAXED);
 
 	/* Timers are looked at whatever else is queued: a worker whose fibers
 	 * yield to each other never takes the slow path on its own, and a

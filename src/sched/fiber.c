@@ -310,6 +310,7 @@ fiber_setup(struct xf_fiber *f, void *(*fn)(void *), void *arg, const xf_attr *a
 		if (attr->worker >= 0)
 			f->home = attr->worker;
 	}
+	f->batch = attr->batch;
 	if (attr->detached) {
 		f->detach_state = XF_DETACH_DETACHED;
 		f->joiner = JOINER_DETACHED;
@@ -475,17 +476,24 @@ void xf_exit(void *result)
 	xf__fiber_exit(self, result);
 }
 
+/* The live fiber a handle names: EINVAL for NULL, ESRCH for one gone. */
+static int live_fiber(const xf_fiber *h, struct xf_fiber **out)
+{
+	if (!h)
+		return EINVAL;
+	*out = xf__handle_fiber(h);
+	return *out ? 0 : ESRCH;
+}
+
 /* The fiber a handle names, for a join or a detach: EINVAL for NULL and
  * the first fiber (it ends only with the process), ESRCH for one gone. */
 static int check_handle(const xf_fiber *h, struct xf_fiber **out)
 {
 	struct xf_fiber *f;
+	int err = live_fiber(h, &f);
 
-	if (!h)
-		return EINVAL;
-	f = xf__handle_fiber(h);
-	if (!f)
-		return ESRCH;
+	if (err)
+		return err;
 	if (f->flags & (XF_FIBER_F_FIRST | XF_FIBER_F_IDLE))
 		return EINVAL;
 	*out = f;
@@ -583,15 +591,25 @@ const char *xf_fiber_name(const xf_fiber *h)
 int xf_fiber_set_name(xf_fiber *h, const char *name)
 {
 	struct xf_fiber *f;
+	int err = live_fiber(h, &f);
 
-	if (!h)
-		return EINVAL;
-	f = xf__handle_fiber(h);
-	if (!f)
-		return ESRCH;
+	if (err)
+		return err;
 	if (!name && !f->name)
 		return 0;
 	return copy_name(f, name ? name : "");
+}
+
+int xf_fiber_set_batch(xf_fiber *h, bool batch)
+{
+	struct xf_fiber *f;
+	int err = live_fiber(h, &f);
+
+	if (err)
+		return err;
+	/* Read by its worker at its next preemption; a byte, so whole. */
+	__atomic_store_n(&f->batch, batch, __ATOMIC_RELAXED);
+	return 0;
 }
 
 int xf_worker_id(void)

@@ -361,6 +361,8 @@ static void fork_child(void)
 	w->thread = pthread_self();
 	w->tid = gettid();
 	w->runq = (struct xf__runq){0};
+	w->batch_head = w->batch_tail = NULL; /* the parent's */
+	w->batch_waiting = false;
 	atomic_store(&w->nr_fixed, 0);
 	w->sched_ticks = 0;
 	atomic_store(&w->inbox, NULL);

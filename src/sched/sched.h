@@ -143,6 +143,7 @@ struct xf_fiber {
 	struct xf_fiber *run_next;   /* run queue ring link (runq.h), free lists */
 	struct xf_fiber *inbox_next; /* inbox link: apart, as a fiber may be pushed
 				      * there while still in its ring */
+	struct xf_fiber *batch_next; /* its worker's batch line (schedule.c) */
 
 	/* Waiting: one wait at a time, so the bookkeeping lives here. */
 	struct xf_fiber *wait_next, *wait_prev; /* xf__waitq links */
@@ -154,6 +155,7 @@ struct xf_fiber {
 	/* Counted in its worker's nr_fixed: in the ring and unable to move
 	 * (pinned, staying, or preempted; runq.h). */
 	bool counted_fixed;
+	bool batch; /* xf_fiber_set_batch: steps aside at a preemption (schedule.c) */
 	void *wait_data; /* e.g. the message a channel waiter moves */
 	struct xf__timer timer;
 
@@ -341,6 +343,9 @@ struct xf__worker {
 	 * release, where AMX is granted: XGETBV(1) costs 4-14 ns, and a yield
 	 * ~3-7 (schedule.c's release_dead_tiles, and xf_yield's assembly). */
 	uint8_t tiles_countdown;
+	/* Batch fibers have stepped aside (batch_head below): every
+	 * scheduling decision looks, in this line. */
+	bool batch_waiting;
 
 	/* Shared with other threads. */
 	_Atomic(struct xf_fiber *) inbox __attribute__((aligned(64)));
@@ -364,6 +369,12 @@ struct xf__worker {
 	_Atomic uint32_t timer_lock __attribute__((aligned(64)));
 	unsigned timers_cap;
 	struct xf_fiber **timers;
+
+	/* Batch fibers that stepped aside, oldest first, linked through
+	 * batch_next, and since when the first waits (schedule.c); owner-only.
+	 * Out of every ring: preempted, they resume only here. */
+	struct xf_fiber *batch_head, *batch_tail;
+	uint64_t batch_since_ns;
 
 	/* Stack and fiber caches and spawn counts, owner-only. */
 	struct xf__stack stack_cache[XF_STACK_CACHE];
@@ -603,6 +614,10 @@ uint64_t xf__now_ns(void);
  * XF_PREV_BLOCK the caller must already be reachable by its waker.  The
  * caller has disabled preemption once (xf__preempt_disable or a spinlock). */
 void xf__schedule(struct xf__worker *w, enum xf__prev_action action);
+/* The preempted batch fiber f, running on w, lets the latency-critical
+ * fibers waiting there run first; false (and no switch) if none waits
+ * (schedule.c). */
+bool xf__batch_step_aside(struct xf__worker *w, struct xf_fiber *f);
 
 /* xf_yield() in C, for every case its assembly fast path leaves to it. */
 void xf__yield_slow(void);

@@ -174,6 +174,115 @@ static inline void prefetch_in_line(struct xf__worker *w)
 	}
 }
 
+/*
+ * The batch class (xf_fiber_set_batch), the way Linux's SCHED_BATCH and
+ * Shinjuku put long work behind short.  A batch fiber preempted while a
+ * latency-critical fiber waits in its worker's ring steps aside: it leaves
+ * the ring for the worker's batch line (xf__batch_step_aside), and so do
+ * the batch fibers queued ahead of that one, which would otherwise run a
+ * slice each before it.  The line comes back into the ring
+ *   - all of it, when the ring runs dry at a block or an exit: the batch
+ *     fibers then share the worker round robin, and
+ *   - its first fiber alone, once it has waited XF_BATCH_WAIT_SLICES slices
+ *     (looked at by every decision while the line is not empty, and the
+ *     ticker keeps deciding meanwhile): latency-critical fibers that keep
+ *     the worker busy leave batch work one slice in ten, and wait at most
+ *     a slice behind it.
+ * Nothing else moves a fiber of the line: nobody wakes it, as it waits for
+ * nothing, and no thief sees it.
+ */
+static __attribute__((noinline)) void batch_release(struct xf__worker *w, bool ring_dry)
+{
+	struct xf_fiber *f;
+	uint64_t now;
+
+	if (ring_dry && !w->runq.head) {
+		for (f = w->batch_head; f; f = f->batch_next)
+			xf__runq_push(w, f);
+		w->batch_head = w->batch_tail = NULL;
+		__atomic_store_n(&w->batch_waiting, false, __ATOMIC_RELAXED); /* the ticker reads it */
+		return;
+	}
+	now = xf__now_ns();
+	if (now - w->batch_since_ns < (uint64_t)XF_BATCH_WAIT_SLICES * xf__rt.slice_us * 1000)
+		return;
+	f = w->batch_head;
+	w->batch_head = f->batch_next;
+	if (!w->batch_head) {
+		w->batch_tail = NULL;
+		__atomic_store_n(&w->batch_waiting, false, __ATOMIC_RELAXED);
+	}
+	w->batch_since_ns = now; /* the next in line waits from now */
+	xf__runq_push(w, f);
+	XF_STAT_INC(w, batch_starved, 1);
+}
+
+static inline void batch_look(struct xf__worker *w, bool ring_dry)
+{
+	if (unlikely(w->batch_waiting))
+		batch_release(w, ring_dry);
+}
+
+/* f, out of every ring, waits last in w's batch line. */
+static void batch_line_append(struct xf__worker *w, struct xf_fiber *f)
+{
+	f->batch_next = NULL;
+	if (w->batch_tail) {
+		w->batch_tail->batch_next = f;
+	} else {
+		w->batch_head = f;
+		w->batch_since_ns = xf__now_ns();
+	}
+	w->batch_tail = f;
+	__atomic_store_n(&w->batch_waiting, true, __ATOMIC_RELAXED);
+}
+
+/*
+ * Whether a latency-critical fiber waits in w's ring, looked for among the
+ * first XF_BATCH_LOOK that wait (a preemption walks them: bounded; behind
+ * more batch fibers than that, it waits its turn as without the class).
+ * If so, the batch fibers ahead of it go to the line.
+ */
+#define XF_BATCH_LOOK 16
+
+static bool batch_clear_the_way(struct xf__worker *w)
+{
+	struct xf__runq *q = &w->runq;
+	struct xf_fiber *f = q->head;
+	unsigned ahead = 0;
+
+	while (f && ahead < q->len && ahead < XF_BATCH_LOOK &&
+	       __atomic_load_n(&f->batch, __ATOMIC_RELAXED)) {
+		f = f->run_next;
+		ahead++;
+	}
+	if (!f || ahead == q->len || ahead == XF_BATCH_LOOK)
+		return false; /* batch fibers alone: they take turns */
+	XF_WARN_ON(!q->running_linked);
+	for (; ahead; ahead--) {
+		struct xf_fiber *b = q->head;
+
+		q->head = b->run_next;
+		q->len--;
+		xf__runq_fixed_set(w, b, false);
+		batch_line_append(w, b);
+	}
+	w->current->run_next = q->head; /* the ring: tail -> current -> head */
+	xf__runq_publish(w);
+	return true;
+}
+
+bool xf__batch_step_aside(struct xf__worker *w, struct xf_fiber *f)
+{
+	XF_WARN_ON(w->current != f || !f->preempted);
+	if (!batch_clear_the_way(w))
+		return false;
+	batch_line_append(w, f);
+	XF_STAT_INC(w, batch_stepped_aside, 1);
+	xf__schedule(w, XF_PREV_BLOCK);
+	return true;
+}
+
 /* The one scheduler decision: who runs next on w, and the switch to it.
  * *mxcsr is the caller's MXCSR, which it stored first of all. */
 static void schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t *mxcsr)
@@ -185,6 +294,7 @@ static void schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t
 	release_dead_tiles(w, prev);
 	if (action == XF_PREV_REQUEUE) {
 		xf__runq_poll(w);
+		batch_look(w, false); /* a fiber still runs: only the starved */
 		next = xf__runq_rotate(w, prev); /* prev behind the others */
 		if (next == prev)
 			return; /* nothing else to run: keep going */
@@ -194,6 +304,7 @@ static void schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t
 		 * through the inbox. */
 		xf__runq_remove_running(w, prev);
 		xf__runq_poll(w);
+		batch_look(w, true);
 		if (!w->runq.head || (action == XF_PREV_EXIT && !resumes_in_c(w->runq.head))) {
 			next = w->idle;
 		} else {

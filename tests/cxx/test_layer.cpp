@@ -124,6 +124,38 @@ void test_cancel()
 	CHECK(outcome == 2);
 }
 
+// Batch work: a spinner that marks itself batch steps aside for a
+// latency-critical one (xf_stats counts it); the handle's setter works on
+// a live fiber and refuses a joined one.
+void test_batch()
+{
+	std::atomic<bool> stop{false};
+	xf_stats before{}, after{};
+	CHECK(xf_stats_get(&before) == 0);
+	auto spin = [&](bool batch) {
+		if (batch)
+			xf::this_fiber::set_batch(true);
+		while (!stop.load(std::memory_order_relaxed))
+			;
+	};
+	xf::fiber b(spin, true), l(spin, false);
+	l.set_batch(false);
+	xf::this_fiber::sleep_for(50ms);
+	stop = true;
+	b.join();
+	l.join();
+	CHECK(xf_stats_get(&after) == 0);
+	// On two workers the pair may run apart: only then nothing steps aside.
+	if (after.nr_workers == 1)
+		CHECK(after.total.batch_stepped_aside > before.total.batch_stepped_aside);
+	try {
+		b.set_batch(true);
+		fail("set_batch on a joined fiber", __LINE__);
+	} catch (const std::system_error &e) {
+		CHECK(e.code().value() == EINVAL || e.code().value() == ESRCH);
+	}
+}
+
 // A cancelled fiber unwinds: its xf::fiber members are cancelled and
 // joined, its timers stopped after the callback that runs - neither
 // outlives the frame it uses.
@@ -414,6 +446,7 @@ int main(int argc, char **argv)
 		xf::runtime rt(cfg);
 		test_fiber();
 		test_cancel();
+		test_batch();
 		test_channel();
 		test_select();
 		test_sync();

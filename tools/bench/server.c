@@ -7,6 +7,8 @@
  *   go         bench/httpd-go: net/http, GOMAXPROCS=1
  *   libuv      bench/httpd-libuv: one libuv event loop
  *   threads    example_httpd --threads: a kernel thread per connection
+ *   xfiber-batch  example_httpd --batch-over-us 1000: its long requests
+ *              run as batch work (xf_fiber_set_batch), in the mix rows
  *
  * Each server is pinned to the first CPU and its load to the second.
  *
@@ -61,8 +63,13 @@
 #define ECHO_CONNS	1000
 #define ECHO_SIZE	512
 
-enum server { SRV_XFIBER, SRV_COOP, SRV_GO, SRV_LIBUV, SRV_THREADS, SRV_N };
-static const char *const server_names[SRV_N] = {"xfiber", "coop", "go", "libuv", "threads"};
+enum server { SRV_XFIBER, SRV_COOP, SRV_GO, SRV_LIBUV, SRV_THREADS, SRV_BATCH, SRV_N };
+static const char *const server_names[SRV_N] = {"xfiber", "coop",    "go",
+						"libuv",  "threads", "xfiber-batch"};
+
+/* xfiber-batch: example_httpd --batch-over-us, the mix's long requests as
+ * batch work (xf_fiber_set_batch), its short ones latency-critical. */
+#define BATCH_OVER_US "1000"
 
 /* .test of a row: what it measures. */
 enum { T_ROOT, T_SPIN10, T_MIX, T_AGREE, T_ECHO };
@@ -165,6 +172,10 @@ static int server_start(enum server s, unsigned slice_us, int cpu, struct runnin
 			argv[n++] = "--cooperative";
 		if (s == SRV_THREADS)
 			argv[n++] = "--threads";
+		if (s == SRV_BATCH) {
+			argv[n++] = "--batch-over-us";
+			argv[n++] = BATCH_OVER_US;
+		}
 	}
 #endif
 	argv[n] = NULL;
@@ -582,6 +593,8 @@ static void add_row(const struct xf_bench_opts *o, struct xf_bench_plan *plan, i
 
 	if (s == SRV_XFIBER && slice_us != 1000)
 		snprintf(name, sizeof(name), "xfiber-%uus", slice_us);
+	else if (s == SRV_BATCH)
+		snprintf(name, sizeof(name), "xfiber-%uus-batch", slice_us);
 	else
 		snprintf(name, sizeof(name), "%s", server_names[s]);
 	if (test == T_AGREE)
@@ -623,7 +636,7 @@ static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 	quick = o->quick;
 	for (int t = T_ROOT; t <= (o->quick ? T_ROOT : T_SPIN10); t++)
 		for (enum server s = SRV_XFIBER; s < SRV_N; s++)
-			if (s != SRV_COOP)
+			if (s != SRV_COOP && s != SRV_BATCH)
 				add_row(o, plan, t, s, 1000, 0);
 	add_row(o, plan, T_ECHO, SRV_XFIBER, 0, 0);
 	add_row(o, plan, T_ECHO, SRV_GO, 0, 0);
@@ -633,6 +646,7 @@ static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 	for (unsigned l = 0; l < nloads; l++) {
 		for (unsigned k = 0; k < nslices; k++)
 			add_row(o, plan, T_MIX, SRV_XFIBER, slices[k], loads[l]);
+		add_row(o, plan, T_MIX, SRV_BATCH, 100, loads[l]);
 		add_row(o, plan, T_MIX, SRV_COOP, 1000, loads[l]);
 		if (o->quick)
 			continue;
