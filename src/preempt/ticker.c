@@ -119,6 +119,31 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 	return wants;
 }
 
+/*
+ * Whether a timer due on busy worker w ends its fiber's slice early: a
+ * sleeper's wake-up need not wait for the slice's end once the running
+ * fiber has had a quarter of it (Linux's wake-up preemption, with a floor).
+ * The slice counts from the ticker's first look at the fiber, up to a look
+ * late: 1 ms sleeps beside a CPU-bound fiber at 1 ms slices woke 550 us
+ * late on average when they waited for it (bench fiber sleep-1ms-late).
+ * Otherwise *next_ns learns when the quarter is up.
+ */
+static bool timer_wakes(struct xf__worker *w, uint64_t now, uint64_t slice_ns, uint64_t *next_ns)
+{
+	uint64_t due, floor = w->tick_since_ns + slice_ns / 4;
+
+	if (!atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
+		return false;
+	due = xf__timers_next_deadline(w);
+	if (!due || due > now)
+		return false;
+	if (now >= floor)
+		return true;
+	if (floor < *next_ns)
+		*next_ns = floor;
+	return false;
+}
+
 /* Looks at every worker once; returns whether any has something waiting
  * to run (so that preemption may become necessary), and in *next_ns the
  * next time a look may find something to do: the earliest end of a slice
@@ -197,7 +222,10 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t resend_ns, uint64_t *
 		if (!tid)
 			continue;
 		xf__stall_check(w, cur, tid, now, wants);
-		if (!blocked && now - w->tick_since_ns < slice_ns) {
+		bool slice_goes_on = !blocked && now - w->tick_since_ns < slice_ns &&
+				     !timer_wakes(w, now, slice_ns, &next);
+
+		if (slice_goes_on) {
 			/* Its slice goes on, with fibers that could run elsewhere
 			 * queued behind it: a parked worker is woken to ask for
 			 * them, and a request is answered now, not at the
