@@ -495,11 +495,14 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 			break;
 		put(row, run, res.short_p99);
 		snprintf(row->last.note, sizeof(row->last.note),
-			 "short p50 %.0f p99.9 %.0f us; %.0f/s offered, %.0f answered; long p99 %.0f us",
-			 res.short_p50, res.short_p999, res.offered_rate, res.done_rate, res.long_p99);
+			 "short p50 %.0f p99.9 %.0f max %.0f us; %.0f/s offered, %.0f answered; long "
+			 "p99 %.0f us",
+			 res.short_p50, res.short_p999, res.short_max, res.offered_rate, res.done_rate,
+			 res.long_p99);
 		xf_bench_sample_extra(&row->last, "short_p50_us", res.short_p50);
 		xf_bench_sample_extra(&row->last, "short_p99_us", res.short_p99);
 		xf_bench_sample_extra(&row->last, "short_p999_us", res.short_p999);
+		xf_bench_sample_extra(&row->last, "short_max_us", res.short_max);
 		xf_bench_sample_extra(&row->last, "long_p99_us", res.long_p99);
 		xf_bench_sample_extra(&row->last, "offered_per_s", res.offered_rate);
 		xf_bench_sample_extra(&row->last, "answered_per_s", res.done_rate);
