@@ -277,15 +277,37 @@ fail:
 	return err;
 }
 
+/*
+ * A fiber holds the lifecycle lock with preemption disabled, and blocks on
+ * nothing meanwhile: fork()'s prepare handler takes the lock with
+ * preemption disabled (fork.c), and on a thread where another fiber held it
+ * switched out, it would wait for a fiber that cannot run - refused as
+ * misuse, an abort (an xf_dump preempted while a fiber of its worker
+ * forked did that every time).
+ */
+static void lifecycle_lock(void)
+{
+	if (xf__self())
+		xf__preempt_disable();
+	pthread_mutex_lock(&lifecycle);
+}
+
+static void lifecycle_unlock(void)
+{
+	pthread_mutex_unlock(&lifecycle);
+	if (xf__self())
+		xf__preempt_enable();
+}
+
 bool xf__runtime_hold(void)
 {
-	pthread_mutex_lock(&lifecycle);
+	lifecycle_lock();
 	return atomic_load(&xf__rt.running);
 }
 
 void xf__runtime_release(void)
 {
-	pthread_mutex_unlock(&lifecycle);
+	lifecycle_unlock();
 }
 
 int xf_init(const xf_config *cfg)
@@ -442,9 +464,9 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 	 * got in before this is counted live and waited for, as any fiber; the
 	 * rest fail with EPERM.  (Letting them in would let threads keep a
 	 * shutdown waiting for ever.) */
-	pthread_mutex_lock(&lifecycle);
+	lifecycle_lock();
 	xf__rt.closing = true;
-	pthread_mutex_unlock(&lifecycle);
+	lifecycle_unlock();
 	if (!wait_for_others(self, deadline)) {
 		static const char msg[] =
 		    "xfiber: xf_shutdown_timeout: fibers still alive after the timeout:\n";
@@ -453,9 +475,9 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 			/* nowhere to say it */
 		}
 		xf__dump_unwaited(STDERR_FILENO);
-		pthread_mutex_lock(&lifecycle);
+		lifecycle_lock();
 		xf__rt.closing = false; /* the runtime runs on */
-		pthread_mutex_unlock(&lifecycle);
+		lifecycle_unlock();
 		return ETIMEDOUT;
 	}
 	xf__dump_signal_stop(); /* before the lock: its dump takes it */

@@ -12,6 +12,11 @@
  *           program, as after a plain fork
  *   thread  a plain thread forks while the runtime runs: the child has no
  *           runtime, and starts one of its own
+ *   dump    a fiber forks again and again while the first fiber, on the
+ *           same worker, dumps every fiber in a loop: a dump preempted
+ *           inside the runtime's lifecycle lock must not make fork()'s
+ *           prepare handler, which takes it with preemption disabled, find
+ *           it held by a fiber of its own thread (that aborted)
  *   ghosts  the parent's fibers wait on a semaphore and on a socket when a
  *           fiber forks; in the child the forking fiber posts the semaphore,
  *           writes to the socket and waits on it: the post stays for it,
@@ -225,6 +230,41 @@ static void test_ghosts(void)
 		CHECK_ERR(xf_join(g[i], NULL), 0);
 }
 
+static atomic_bool forks_done;
+
+static void *fork_often(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 60; i++) {
+		pid_t pid = fork();
+
+		CHECK(pid >= 0);
+		if (pid == 0)
+			_exit(0);
+		expect_child(pid, 0);
+	}
+	atomic_store(&forks_done, true);
+	return NULL;
+}
+
+static void test_dump(void)
+{
+	xf_attr on0 = {.pinned = true, .worker = 0};
+	FILE *null = fopen("/dev/null", "w");
+	unsigned dumps = 0;
+	xf_fiber *f;
+
+	CHECK(null);
+	CHECK_ERR(xf_spawn(&f, fork_often, NULL, &on0), 0);
+	while (!atomic_load(&forks_done)) {
+		CHECK_ERR(xf_dump(fileno(null)), 0);
+		dumps++;
+	}
+	CHECK_ERR(xf_join(f, NULL), 0);
+	fclose(null);
+	printf("dump: %u dumps beside 60 forks on one worker\n", dumps);
+}
+
 int main(int argc, char **argv)
 {
 	xf_fiber *bg[4], *f;
@@ -241,6 +281,8 @@ int main(int argc, char **argv)
 		xf_sleep_ns(1000000); /* the lock taken even on a loaded machine */
 	if (!strcmp(how, "ghosts")) {
 		test_ghosts();
+	} else if (!strcmp(how, "dump")) {
+		test_dump();
 	} else if (!strcmp(how, "first")) {
 		forker("fiber");
 	} else if (!strcmp(how, "thread")) {
