@@ -437,6 +437,8 @@ static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber 
 	out_printf(o, "]");
 	if (f->flags & XF_FIBER_F_PINNED)
 		out_printf(o, " pinned");
+	if (__atomic_load_n(&f->batch, __ATOMIC_RELAXED))
+		out_printf(o, " batch"); /* xf_fiber_set_batch */
 	out_printf(o, ":\n");
 	if (f == self)
 		trace_self(o);

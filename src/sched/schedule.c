@@ -241,7 +241,12 @@ static void batch_line_append(struct xf__worker *w, struct xf_fiber *f)
  * Whether a latency-critical fiber waits in w's ring, looked for among the
  * first XF_BATCH_LOOK that wait (a preemption walks them: bounded; behind
  * more batch fibers than that, it waits its turn as without the class).
- * If so, the batch fibers ahead of it go to the line.
+ * If so, the batch fibers ahead of it leave its way: to the line those
+ * that may not move anyway (preempted, pinned, holding a thread's lock),
+ * to the ring's tail the others, where an idle worker may still take them
+ * (in the line they would wait for their first preemption there, and then
+ * never move: a reviewer's 6 batch fibers shared one worker while the
+ * other idled).
  */
 #define XF_BATCH_LOOK 16
 
@@ -259,15 +264,27 @@ static bool batch_clear_the_way(struct xf__worker *w)
 	if (!f || ahead == q->len || ahead == XF_BATCH_LOOK)
 		return false; /* batch fibers alone: they take turns */
 	XF_WARN_ON(!q->running_linked);
+	struct xf_fiber *movable = NULL, **movable_end = &movable;
+
 	for (; ahead; ahead--) {
 		struct xf_fiber *b = q->head;
 
 		q->head = b->run_next;
 		q->len--;
 		xf__runq_fixed_set(w, b, false);
-		batch_line_append(w, b);
+		if (xf__fiber_fixed(b)) {
+			batch_line_append(w, b);
+		} else {
+			b->batch_next = NULL;
+			*movable_end = b;
+			movable_end = &b->batch_next;
+		}
 	}
 	w->current->run_next = q->head; /* the ring: tail -> current -> head */
+	for (struct xf_fiber *b = movable, *after; b; b = after) {
+		after = b->batch_next;
+		xf__runq_push(w, b);
+	}
 	xf__runq_publish(w);
 	return true;
 }
