@@ -78,7 +78,13 @@ enum { T_ROOT, T_SPIN10, T_MIX, T_AGREE, T_ECHO };
 enum { BY_LOADGEN, BY_WRK, BY_H2LOAD, BY_N };
 static const char *const tool_names[BY_N] = {"loadgen", "wrk", "h2load"};
 
-/* .groups: the server; .loops: the slice (xfiber), .size: the load in %. */
+/* .groups: the server; .loops: the slice (xfiber), .size: the load in %;
+ * .fds: the server's workers (0: one), each on a CPU of the row's, the
+ * load on the second. */
+static int row_workers(const struct xf_bench_row *row)
+{
+	return row->p.fds > 1 ? (int)row->p.fds : 1;
+}
 
 /* why if the program at path cannot be run, else NULL. */
 static const char *absent(const char *path, const char *why)
@@ -137,14 +143,15 @@ struct running {
 
 /* slice_us 0: the echo server of that kind (xfiber's examples/echo.c, Go's
  * -echo) instead of the HTTP one. */
-static int server_start(enum server s, unsigned slice_us, int cpu, struct running *r, char *note,
-			size_t note_size)
+static int server_start(enum server s, unsigned slice_us, const int *cpus, int workers,
+			struct running *r, char *note, size_t note_size)
 {
-	char slice[16], line[128];
+	char slice[16], nworkers[16], line[128];
 	char *argv[12];
 	int n = 0, fd, err;
 
 	snprintf(slice, sizeof(slice), "%u", slice_us);
+	snprintf(nworkers, sizeof(nworkers), "%d", workers);
 #ifdef XF_BENCH_HTTPD
 	if (s == SRV_GO) {
 #ifdef XF_BENCH_HTTPD_GO
@@ -165,7 +172,7 @@ static int server_start(enum server s, unsigned slice_us, int cpu, struct runnin
 	} else {
 		argv[n++] = XF_BENCH_HTTPD;
 		argv[n++] = "--workers";
-		argv[n++] = "1";
+		argv[n++] = nworkers;
 		argv[n++] = "--slice-us";
 		argv[n++] = slice;
 		if (s == SRV_COOP)
@@ -181,7 +188,7 @@ static int server_start(enum server s, unsigned slice_us, int cpu, struct runnin
 	argv[n] = NULL;
 	if (!n)
 		return ENOTSUP;
-	xf_bench_pin(&cpu, 1); /* the child inherits it */
+	xf_bench_pin(cpus, workers); /* the child inherits it: a CPU per worker */
 	err = xf_bench_spawn(argv, NULL, &r->pid, &fd);
 	xf_bench_pin(NULL, 0);
 	if (err) {
@@ -433,10 +440,10 @@ static void agree_verdict(struct xf_bench_plan *plan, unsigned run)
 
 /* What one server does in a run: its throughput rows, then its mix rows. */
 static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan, unsigned run,
-			  bool warmup, enum server s, unsigned slice_us, double capacity,
-			  char *err, size_t err_size)
+			  bool warmup, enum server s, unsigned slice_us, int workers,
+			  double capacity, char *err, size_t err_size)
 {
-	const int scpu = o->cpu[0], lcpu = o->cpu[1];
+	const int lcpu = o->cpu[1];
 	struct running srv = {.pid = -1};
 	char note[160] = "";
 	int rc;
@@ -444,7 +451,7 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 	/* The watchdog counts per server here: a run of the whole table may
 	 * take longer than --timeout. */
 	alarm(o->timeout > 1 ? (unsigned)o->timeout : 1);
-	rc = server_start(s, slice_us, scpu, &srv, note, sizeof(note));
+	rc = server_start(s, slice_us, o->cpu, workers, &srv, note, sizeof(note));
 	if (!rc && slice_us)
 		rc = check_server(srv.port, lcpu, note, sizeof(note));
 	for (unsigned i = 0; !rc && !warmup && i < plan->nrows; i++) {
@@ -452,7 +459,8 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 		struct xf_loadgen_result res;
 		double rps;
 
-		if (row->skip[0] || row->p.groups != (unsigned)s || row->p.loops != slice_us)
+		if (row->skip[0] || row->p.groups != (unsigned)s || row->p.loops != slice_us ||
+		    row_workers(row) != workers)
 			continue;
 		memset(&row->last, 0, sizeof(row->last));
 		if (row->p.test == T_ECHO) {
@@ -523,7 +531,7 @@ static int measure_capacity(const struct xf_bench_opts *o, double *capacity, cha
 	struct xf_loadgen_result res = {0};
 	struct running srv;
 	char note[160] = "";
-	int rc = server_start(SRV_COOP, 1000, o->cpu[0], &srv, note, sizeof(note));
+	int rc = server_start(SRV_COOP, 1000, o->cpu, 1, &srv, note, sizeof(note));
 
 	if (!rc) {
 		rc = mix_run(srv.port, 0, o->cpu[1], 7, &res, note, sizeof(note));
@@ -560,10 +568,11 @@ static int server_measure_all(const struct xf_bench_opts *o, struct xf_bench_pla
 			continue;
 		for (unsigned j = 0; j < i && !seen; j++)
 			seen = !plan->rows[j].skip[0] && plan->rows[j].p.groups == row->p.groups &&
-			       plan->rows[j].p.loops == row->p.loops;
+			       plan->rows[j].p.loops == row->p.loops &&
+			       row_workers(&plan->rows[j]) == row_workers(row);
 		if (!seen)
 			rc = measure_server(o, plan, run, warmup, (enum server)row->p.groups,
-					    row->p.loops, capacity, err, err_size);
+					    row->p.loops, row_workers(row), capacity, err, err_size);
 	}
 	if (!rc && !warmup)
 		agree_verdict(plan, run);
@@ -585,12 +594,12 @@ static bool enough_descriptors(void)
 	return lim.rlim_cur >= ECHO_CONNS + 100;
 }
 
-static void add_row(const struct xf_bench_opts *o, struct xf_bench_plan *plan, int test,
-		    enum server s, unsigned slice_us, unsigned load)
+static void add_row_on(const struct xf_bench_opts *o, struct xf_bench_plan *plan, int test,
+		       enum server s, unsigned slice_us, unsigned load, unsigned workers)
 {
 	struct xf_bench_params p = {.test = test, .ncpus = 2, .cpu = {o->cpu[0], o->cpu[1]},
-				    .groups = s, .loops = slice_us, .size = load};
-	char name[40];
+				    .groups = s, .loops = slice_us, .size = load, .fds = workers};
+	char name[48];
 	struct xf_bench_row *row;
 	const char *why = missing(s);
 
@@ -604,6 +613,8 @@ static void add_row(const struct xf_bench_opts *o, struct xf_bench_plan *plan, i
 		row = xf_bench_plan_add(plan, &p, NULL, "agree/%s", tool_names[load]);
 	else if (test == T_ECHO)
 		row = xf_bench_plan_add(plan, &p, NULL, "echo-%u/%s", ECHO_CONNS, server_names[s]);
+	else if (test == T_MIX && workers > 1)
+		row = xf_bench_plan_add(plan, &p, NULL, "mix-%u%%/%s-%uw", load, name, workers);
 	else if (test == T_MIX)
 		row = xf_bench_plan_add(plan, &p, NULL, "mix-%u%%/%s", load, name);
 	else
@@ -612,7 +623,12 @@ static void add_row(const struct xf_bench_opts *o, struct xf_bench_plan *plan, i
 	if (!row)
 		return;
 	row->fixed_work = true;
-	snprintf(row->pinning, sizeof(row->pinning), "srv %d, load %d", o->cpu[0], o->cpu[1]);
+	if (workers > 1)
+		snprintf(row->pinning, sizeof(row->pinning), "srv %d+%d, load %d", o->cpu[0],
+			 o->cpu[1], o->cpu[1]);
+	else
+		snprintf(row->pinning, sizeof(row->pinning), "srv %d, load %d", o->cpu[0],
+			 o->cpu[1]);
 	if (!why && (test == T_ROOT || test == T_SPIN10 || (test == T_AGREE && load == BY_WRK)))
 		why = wrk_missing();
 	if (!why && test == T_AGREE && load == BY_H2LOAD)
@@ -623,6 +639,12 @@ static void add_row(const struct xf_bench_opts *o, struct xf_bench_plan *plan, i
 		why = "RLIMIT_NOFILE's hard limit is too low for 1,000 connections each side";
 	if (why)
 		snprintf(row->skip, sizeof(row->skip), "%s", why);
+}
+
+static void add_row(const struct xf_bench_opts *o, struct xf_bench_plan *plan, int test,
+		    enum server s, unsigned slice_us, unsigned load)
+{
+	add_row_on(o, plan, test, s, slice_us, load, 1);
 }
 
 static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan, char *err,
@@ -656,6 +678,13 @@ static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 		add_row(o, plan, T_MIX, SRV_GO, 1000, loads[l]);
 		add_row(o, plan, T_MIX, SRV_LIBUV, 1000, loads[l]);
 		add_row(o, plan, T_MIX, SRV_THREADS, 1000, loads[l]);
+	}
+	/* The same mix, the same rates, on two workers that share their CPUs
+	 * with the load (issue 32): at 70% of one worker's capacity. */
+	if (!o->quick && !o->suite) {
+		add_row_on(o, plan, T_MIX, SRV_XFIBER, 100, 70, 2);
+		add_row_on(o, plan, T_MIX, SRV_BATCH, 100, 70, 2);
+		add_row_on(o, plan, T_MIX, SRV_THREADS, 1000, 70, 2);
 	}
 	return 0;
 }
