@@ -320,6 +320,8 @@ void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
 		xf__signal_foreign(sig, si, ucv);
 		return;
 	}
+	if (w) /* for the ticker, which sends no more while one is unseen */
+		atomic_fetch_add_explicit(&w->ticks_seen, 1, memory_order_relaxed);
 	if (!w || (w->current->flags & XF_FIBER_F_IDLE))
 		return; /* a worker between fibers: nothing to preempt */
 	f = w->current;

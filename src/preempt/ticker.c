@@ -120,6 +120,30 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 }
 
 /*
+ * One tick in flight per worker.  A handler enters within microseconds of
+ * a send, before the next look; one that has not entered is on a thread
+ * that does not run - descheduled, or stopped by a debugger, which delivers
+ * each signal through a stop of its own.  Under gdb the resends of a
+ * deferred preemption (every half slice) came faster than that, each
+ * nested on the last at the handler's first instruction (SA_NODEFER), and
+ * the stack overflowed within seconds.  A tick unseen for
+ * XF_TICK_UNSEEN_NS is sent again all the same.
+ */
+#define XF_TICK_UNSEEN_NS (10 * 1000 * 1000)
+
+static void tick_send_to(struct xf__worker *w, pid_t tid, uint64_t value, uint64_t now)
+{
+	uint32_t seen = atomic_load_explicit(&w->ticks_seen, memory_order_relaxed);
+
+	if ((int32_t)(w->ticks_sent - seen) > 0 && now - w->tick_sent_ns < XF_TICK_UNSEEN_NS)
+		return;
+	if (xf__tick_send(tid, value) == 0) {
+		w->ticks_sent = seen + 1;
+		w->tick_sent_ns = now;
+	}
+}
+
+/*
  * Whether a timer due on busy worker w ends its fiber's slice early: a
  * sleeper's wake-up need not wait for the slice's end once the running
  * fiber has had a quarter of it (Linux's wake-up preemption, with a floor).
@@ -233,7 +257,7 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t resend_ns, uint64_t *
 			if (!xf__runq_movable(w))
 				continue;
 			if (atomic_load_explicit(&w->steal_request, memory_order_relaxed))
-				xf__tick_send(tid, xf__tick_aimed(switches) | XF_TICK_ANSWER);
+				tick_send_to(w, tid, xf__tick_aimed(switches) | XF_TICK_ANSWER, now);
 			else if (atomic_load_explicit(&xf__rt.nr_parked, memory_order_relaxed))
 				xf__wake_idle_worker(w);
 			continue;
@@ -241,7 +265,7 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t resend_ns, uint64_t *
 		if (!wants_cpu(w, now))
 			continue;
 		XF_PROBE2(preempt__tick, w->id, switches);
-		xf__tick_send(tid, xf__tick_aimed(switches));
+		tick_send_to(w, tid, xf__tick_aimed(switches), now);
 	}
 	*next_ns = next;
 	return waiting;

@@ -397,6 +397,8 @@ static void fork_child(void)
 	atomic_store(&w->timer_lock, 0);
 	memset(&w->stats, 0, sizeof(w->stats));
 	w->tick_switches = w->tick_since_ns = 0;
+	atomic_store(&w->ticks_seen, 0);
+	w->ticks_sent = 0;
 
 	/* It runs on its own stack, which must outlive the runtime. */
 	if (!(f->flags & XF_FIBER_F_FIRST))

@@ -362,6 +362,7 @@ struct xf__worker {
 	_Atomic unsigned nr_queued; /* runq.len, published for thieves */
 	_Atomic unsigned nr_fixed;  /* fibers in the ring, running one included, that may
 				     * not move (runq.h): thieves count the others */
+	_Atomic uint32_t ticks_seen; /* ticks its preemption handler entered (signal.c) */
 	_Atomic uint32_t park_seq;  /* futex word; bumped by every unpark */
 	_Atomic int parked;
 
@@ -398,6 +399,8 @@ struct xf__worker {
 	uint64_t tick_since_ns; /* when that count last changed */
 	uint64_t tick_deferred; /* stats.preemptions_deferred then */
 	bool stall_reported;	/* since then (preempt/stall.c) */
+	uint32_t ticks_sent;	/* ticks sent it, against ticks_seen (ticker.c) */
+	uint64_t tick_sent_ns;	/* when the last one went */
 
 	/* This thread's std::call_once pointers, or NULL (sched/cxx.c). */
 	void **once_callable, **once_call;

@@ -10,6 +10,8 @@
 #          gcore loses the stacks behind the runtime's guards: see below);
 #          read back with the extension loaded by hand (SCRIPT), as for a
 #          program whose library carries none
+#   spin   PROGRAM (spin_fibers) runs to its end under gdb, its fibers
+#          preempted all along; CHECKER is not used
 #   crash  the core the kernel writes when the program crashes (SIGSEGV);
 #          where the kernel's core_pattern hands cores to a program
 #          instead of a file, gdb catches the crash and writes it
@@ -95,8 +97,25 @@ crash)
 	gdb_batch -x "$scratch/look.gdb" "$prog" "$core"
 	case $core in "$scratch"/*) ;; *) rm -f "$core" ;; esac
 	;;
+spin)
+	# The program runs to its end under gdb, preempted all along.
+	cat >"$scratch/spin.gdb" <<'GDB'
+set pagination off
+set print thread-events off
+handle SIGURG nostop noprint pass
+run
+GDB
+	gdb_batch -x "$scratch/spin.gdb" "$prog"
+	if ! grep -q "exited normally" "$out" || ! grep -q "^spin: " "$out"; then
+		echo "the program did not run to its end under gdb:"
+		cat "$out"
+		exit 1
+	fi
+	grep "^spin: " "$out"
+	exit 0
+	;;
 *)
-	echo "usage: $0 live|core|crash STATES_PROGRAM CHECKER [SCRIPT]"
+	echo "usage: $0 live|core|crash|spin PROGRAM CHECKER [SCRIPT]"
 	exit 2
 	;;
 esac
