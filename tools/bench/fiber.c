@@ -962,21 +962,26 @@ static double crunch_ns(const struct xf_bench_params *p, xf_config cfg, unsigned
 
 #define CRUNCH_ROUNDS 5
 
+/* p->groups fibers (0: one per CPU of the row) of p->loops million rounds
+ * of crunch each, at p->size us slices (0: the default 1000): one per
+ * worker, nothing is ever preempted; two on one worker, each slice ends in
+ * a preemption, and the row is what preemption itself costs (issue 32: at
+ * 100 us slices at most 5% against cooperative). */
 static int overhead_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
-	const unsigned fibers = (unsigned)p->ncpus;
+	const unsigned fibers = p->groups ? p->groups : (unsigned)p->ncpus;
 	double coop[CRUNCH_ROUNDS], sliced[CRUNCH_ROUNDS], c, t;
 	uint64_t preempt = 0, n;
 
-	/* Cooperative and the default 1000 us slices alternate; medians.  A
-	 * fixed ~20 ms per fiber and round (p->loops million rounds of crunch)
-	 * keeps timer noise small. */
+	/* Cooperative and sliced alternate; medians.  A fixed ~20 ms per fiber
+	 * and round (p->loops million rounds of crunch) keeps timer noise
+	 * small. */
 	(void)iters;
 	n = (uint64_t)p->loops * 1000000u;
 	for (int i = 0; i < CRUNCH_ROUNDS; i++) {
 		uint64_t pr = 0;
 		coop[i] = crunch_ns(p, (xf_config){.cooperative = true}, fibers, n, s, NULL);
-		sliced[i] = crunch_ns(p, (xf_config){0}, fibers, n, s, &pr);
+		sliced[i] = crunch_ns(p, (xf_config){.slice_us = p->size}, fibers, n, s, &pr);
 		if (coop[i] <= 0 || sliced[i] <= 0)
 			return ENOMEM;
 		preempt += pr;
@@ -1188,6 +1193,13 @@ static int plan_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 	if (row)
 		row->fixed_work = true;
 	p.ncpus = 1;
+	p.groups = 2; /* sharing one worker: preempted at every slice */
+	p.size = 100;
+	row = xf_bench_plan_add(plan, &p, overhead_run, "cpu-bound-100us-shared/1cpu");
+	if (row)
+		row->fixed_work = true;
+	p.groups = 0;
+	p.size = 0;
 	p.test = FB_PREEMPT_COST;
 	row = xf_bench_plan_add(plan, &p, cost_run, "preemption-cost/1cpu");
 	if (row)
