@@ -484,6 +484,8 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 	}
 	xf__dump_signal_stop(); /* before the lock: its dump takes it */
 
+	/* Not lifecycle_lock(): preemption ends in here (the word is reset
+	 * below), and this fiber is the last, so none of its worker can fork. */
 	pthread_mutex_lock(&lifecycle);
 	atomic_store(&xf__rt.running, 0);
 	atomic_store(&xf__rt.stopping, 1);

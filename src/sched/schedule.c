@@ -178,9 +178,10 @@ static inline void prefetch_in_line(struct xf__worker *w)
  * The batch class (xf_fiber_set_batch), the way Linux's SCHED_BATCH and
  * Shinjuku put long work behind short.  A batch fiber preempted while a
  * latency-critical fiber waits in its worker's ring steps aside: it leaves
- * the ring for the worker's batch line (xf__batch_step_aside), and so do
- * the batch fibers queued ahead of that one, which would otherwise run a
- * slice each before it.  The line comes back into the ring
+ * the ring for the worker's batch line (xf__batch_step_aside), and the
+ * batch fibers queued ahead of that one, which would otherwise run a slice
+ * each before it, get out of its way (batch_clear_the_way).  The line
+ * comes back into the ring
  *   - all of it, when the ring runs dry at a block or an exit: the batch
  *     fibers then share the worker round robin, and
  *   - its first fiber alone, once it has waited XF_BATCH_WAIT_SLICES slices
