@@ -328,6 +328,10 @@ static uint64_t check_workload_threads(const char *json, long rounds)
 	return total;
 }
 
+/* The least share, in %, of a ping-pong thread's switches that save and
+ * load its registers (below). */
+#define SAVED_SHARE_MIN 85
+
 static void check_pingpong(void)
 {
 	struct output *o = malloc(sizeof(*o));
@@ -343,18 +347,24 @@ static void check_pingpong(void)
 
 		if (!is_workload_task(json, t))
 			continue;
-		/* One regs_deactivated and one regs_activated per switch. */
-		if (json_uint_of(t, "saves_at_switch") * 100 < sw * 95 ||
+		/* One regs_deactivated and one regs_activated per switch, but
+		 * for switches whose registers the kernel had saved already:
+		 * a kernel_fpu_begin() in an interrupt or softirq saves the
+		 * current task's registers once, and its next switch has none
+		 * to save (the TIF_NEED_FPU_LOAD seed).  Beside make check's
+		 * parallel tests that was up to 6.5% of them (2,064 saves at
+		 * 2,207 switches), against 0-1% on a quiet machine. */
+		if (json_uint_of(t, "saves_at_switch") * 100 < sw * SAVED_SHARE_MIN ||
 		    json_uint_of(t, "saves_at_switch") > sw)
 			xf_test_fail("%llu saves at %llu switches",
 				     (unsigned long long)json_uint_of(t, "saves_at_switch"),
 				     (unsigned long long)sw);
-		if (json_uint_of(t, "fpu_loads") * 100 < sw * 95 ||
+		if (json_uint_of(t, "fpu_loads") * 100 < sw * SAVED_SHARE_MIN ||
 		    json_uint_of(t, "fpu_loads") > sw + 10)
 			xf_test_fail("%llu loads at %llu switches",
 				     (unsigned long long)json_uint_of(t, "fpu_loads"),
 				     (unsigned long long)sw);
-		if (json_uint_of(t, "switches_with_load") * 100 < sw * 95)
+		if (json_uint_of(t, "switches_with_load") * 100 < sw * SAVED_SHARE_MIN)
 			xf_test_fail("only %llu of %llu switches loaded, though the other thread "
 				     "always ran in between",
 				     (unsigned long long)json_uint_of(t, "switches_with_load"),
