@@ -271,7 +271,7 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	/* Descriptors ready now wake their fibers onto this queue, ahead of f. */
 	if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed))
 		xf__poller_try(w);
-	xf__cxx_once_save(w, f);
+	xf__cxx_once_get(w, f->once_kept);
 	/* Batch work lets latency-critical fibers go first (sched/schedule.c). */
 	if (likely(!__atomic_load_n(&f->batch, __ATOMIC_RELAXED)) || waiting != NOT_WAITING ||
 	    !xf__batch_step_aside(w, f))
@@ -302,7 +302,7 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 		w = xf__this_worker();
 		XF_WARN_ON(w != preempted_on);
 	}
-	xf__cxx_once_restore(w, f);
+	xf__cxx_once_set(w, f->once_kept);
 	f->preempted = false;
 	xf__runq_fixed_update(w, f);
 }

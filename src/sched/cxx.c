@@ -29,13 +29,13 @@
  * caller's inline code, to its use inside pthread_once.  A fiber preempted
  * in between, and another that runs call_once on the same thread meanwhile,
  * would leave the first with a null callable.  Preemption saves and restores
- * them (xf__cxx_once_save/restore, preempt/signal.c).  A voluntary switch
+ * them (xf__cxx_once_get/set into the fiber's once_kept, preempt/signal.c).  A voluntary switch
  * happens in that window too: pthread_once waits as a fiber while another
  * runs the routine (sync/pthread.c), and may resume on another thread, or
  * after a fiber of its thread whose callable threw has cleared them (as
  * call_once does on its way out).  So pthread_once takes the two from its
  * caller's thread on entry and puts them on the thread the routine runs
- * on, right before it (xf__cxx_once_get/set).
+ * on, right before it (once_passed, by the same two calls).
  *
  * Last, the personality of the bottom frame of every fiber
  * (xf__fiber_start): an exception no frame of the fiber catches reaches it
@@ -91,35 +91,16 @@ void xf__cxx_once_locate(struct xf__worker *w)
 		w->once_callable = w->once_call = NULL;
 }
 
-void xf__cxx_once_save(struct xf__worker *w, struct xf_fiber *f)
+/* This thread's two pointers (w's) into pair; NULLs without libstdc++. */
+void xf__cxx_once_get(struct xf__worker *w, void *pair[2])
+{
+	pair[0] = w->once_callable ? *w->once_callable : NULL;
+	pair[1] = w->once_callable ? *w->once_call : NULL;
+}
+
+void xf__cxx_once_set(struct xf__worker *w, void *const pair[2])
 {
 	if (!w->once_callable)
-		return;
-	f->once_callable = *w->once_callable;
-	f->once_call = *w->once_call;
-}
-
-void xf__cxx_once_restore(struct xf__worker *w, struct xf_fiber *f)
-{
-	if (!w->once_callable)
-		return;
-	*w->once_callable = f->once_callable;
-	*w->once_call = f->once_call;
-}
-
-void xf__cxx_once_get(void *pair[2])
-{
-	struct xf__worker *w = xf__this_worker();
-
-	pair[0] = w && w->once_callable ? *w->once_callable : NULL;
-	pair[1] = w && w->once_callable ? *w->once_call : NULL;
-}
-
-void xf__cxx_once_set(void *const pair[2])
-{
-	struct xf__worker *w = xf__this_worker();
-
-	if (!w || !w->once_callable)
 		return;
 	*w->once_callable = pair[0];
 	*w->once_call = pair[1];

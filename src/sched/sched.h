@@ -189,7 +189,7 @@ struct xf_fiber {
 
 	/* The C++ runtime's state, per fiber (sched/cxx.c). */
 	struct xf__cxa_eh_globals eh;
-	void *once_callable, *once_call; /* std::call_once's, kept over a preemption */
+	void *once_kept[2]; /* std::call_once's two pointers, kept over a preemption */
 
 	/* Sanitizer bookkeeping for stack switches. */
 	void *asan_fake_stack;
@@ -816,11 +816,9 @@ bool xf__eintr_was_ours(uint32_t ticks_before, uint64_t app_before);
 /* The C++ runtime's per-thread state (cxx.c). */
 void xf__cxx_check(void);
 void xf__cxx_once_locate(struct xf__worker *w);
-void xf__cxx_once_save(struct xf__worker *w, struct xf_fiber *f);
-void xf__cxx_once_restore(struct xf__worker *w, struct xf_fiber *f);
-/* This thread's std::call_once pointers into pair, and back (cxx.c). */
-void xf__cxx_once_get(void *pair[2]);
-void xf__cxx_once_set(void *const pair[2]);
+/* The std::call_once pointers of w's thread into pair, and back (cxx.c). */
+void xf__cxx_once_get(struct xf__worker *w, void *pair[2]);
+void xf__cxx_once_set(struct xf__worker *w, void *const pair[2]);
 
 /* Workers (worker.c). */
 void xf__worker_run(struct xf__worker *w);

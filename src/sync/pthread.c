@@ -646,7 +646,7 @@ static void once_routine(void)
 	void (*init)(void) = f->once_init;
 	uint8_t prev = mark(f, XF_BLOCKING_NONE);
 
-	xf__cxx_once_set(f->once_passed); /* std::call_once's, on this thread */
+	xf__cxx_once_set(xf__this_worker(), f->once_passed); /* on this thread */
 	init();
 	unmark(xf__self(), prev); /* the same fiber, perhaps on another worker */
 }
@@ -662,7 +662,7 @@ XF_INTERPOSE(int, pthread_once, (pthread_once_t * once, void (*init)(void)))
 	if (!f)
 		return XF_REAL(pthread_once)(once, init);
 	/* Before any switch: std::call_once set them on this thread (cxx.c). */
-	xf__cxx_once_get(passed);
+	xf__cxx_once_get(xf__this_worker(), passed);
 	wait_out(f, once_running, once, 0);
 	outer = f->once_init; /* a routine that calls pthread_once itself */
 	memcpy(outer_passed, f->once_passed, sizeof(passed));
