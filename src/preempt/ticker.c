@@ -200,9 +200,11 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t resend_ns, uint64_t *
 		struct xf_fiber *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
 		uint64_t switches = __atomic_load_n(&w->stats.switches, __ATOMIC_RELAXED);
 
-		bool wants =
-		    wants_cpu(w, now) || atomic_load_explicit(&w->timers_nr, memory_order_relaxed);
 		bool busy = cur && cur != w->idle;
+		/* An idle worker's timers end its own sleep: only a busy
+		 * worker's need our looks. */
+		bool wants = wants_cpu(w, now) ||
+			     (busy && atomic_load_explicit(&w->timers_nr, memory_order_relaxed));
 
 		waiting |= wants;
 		/* A busy worker's timer that falls due within its slice. */
