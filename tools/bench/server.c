@@ -40,6 +40,7 @@
  * warm-up): GET / and a /spin checksum against examples/spin.c's.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -357,6 +358,83 @@ static int mix_run(int port, double rate, int cpu, uint64_t seed, struct xf_load
 	return err;
 }
 
+/*
+ * Where a server's CPU went during a mix run: all its threads together, and
+ * xfiber's ticker thread (xf-ticker) alone with its wake-ups, each of which
+ * is a look at the workers.  On the server's own CPU each look costs a
+ * kernel switch there and back, ~15 us in this VM (docs/io.md): at 100 us
+ * slices the looks alone take a tenth of the CPU, so R% of the cooperative
+ * server's capacity is more of the preemptive one's.
+ */
+struct server_cpu {
+	uint64_t wall_ns, run_ns, ticker_ns, ticker_wakes;
+};
+
+/* The first number of a file under /proc/PID, or 0. */
+static uint64_t proc_number(pid_t pid, const char *file, const char *field)
+{
+	char path[96], line[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!field ? sscanf(line, "%llu", &v) == 1
+			   : !strncmp(line, field, strlen(field)) &&
+				 sscanf(line + strlen(field), " %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static void server_cpu_read(pid_t pid, struct server_cpu *c)
+{
+	char path[128], comm[32];
+	unsigned long long utime = 0, stime = 0;
+	struct dirent *d;
+	FILE *f;
+	DIR *tasks;
+
+	memset(c, 0, sizeof(*c));
+	c->wall_ns = xf_bench_now_ns();
+	/* utime and stime (fields 14 and 15) count the threads that have
+	 * exited too: a thread per connection comes and goes. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f) {
+		char buf[1024], *p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+
+		if (p)
+			sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+			       &stime);
+		fclose(f);
+	}
+	c->run_ns = (uint64_t)(utime + stime) * (1000000000u / (uint64_t)sysconf(_SC_CLK_TCK));
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	tasks = opendir(path);
+	while (tasks && (d = readdir(tasks))) {
+		char rel[64];
+
+		snprintf(rel, sizeof(rel), "task/%.20s/comm", d->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, rel);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, "xf-ticker\n")) {
+			snprintf(rel, sizeof(rel), "task/%.20s/schedstat", d->d_name);
+			c->ticker_ns = proc_number(pid, rel, NULL);
+			snprintf(rel, sizeof(rel), "task/%.20s/status", d->d_name);
+			c->ticker_wakes = proc_number(pid, rel, "voluntary_ctxt_switches:");
+		}
+		fclose(f);
+	}
+	if (tasks)
+		closedir(tasks);
+}
+
 /* Keeps this run's extras for the JSON's extra_runs (the runner does it
  * for rows it times itself; these are measured here). */
 static void keep_extras(struct xf_bench_row *row, unsigned run)
@@ -457,7 +535,8 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 	for (unsigned i = 0; !rc && !warmup && i < plan->nrows; i++) {
 		struct xf_bench_row *row = &plan->rows[i];
 		struct xf_loadgen_result res;
-		double rps;
+		struct server_cpu cpu0, cpu1;
+		double rps, wall, cpu_pct, ticker_pct, looks;
 
 		if (row->skip[0] || row->p.groups != (unsigned)s || row->p.loops != slice_us ||
 		    row_workers(row) != workers)
@@ -497,16 +576,26 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 			keep_extras(row, run);
 			continue;
 		}
+		server_cpu_read(srv.pid, &cpu0);
 		rc = mix_run(srv.port, capacity * row->p.size / 100.0, lcpu, 1000 + run, &res,
 			     note, sizeof(note));
 		if (rc)
 			break;
+		server_cpu_read(srv.pid, &cpu1);
 		put(row, run, res.short_p99);
+		wall = (double)(cpu1.wall_ns - cpu0.wall_ns);
+		cpu_pct = 100.0 * (double)(cpu1.run_ns - cpu0.run_ns) / wall / row_workers(row);
+		ticker_pct = 100.0 * (double)(cpu1.ticker_ns - cpu0.ticker_ns) / wall;
+		looks = (double)(cpu1.ticker_wakes - cpu0.ticker_wakes) / (wall / 1e9);
 		snprintf(row->last.note, sizeof(row->last.note),
-			 "short p50 %.0f p99.9 %.0f max %.0f us; %.0f/s offered, %.0f answered; long "
-			 "p99 %.0f us",
-			 res.short_p50, res.short_p999, res.short_max, res.offered_rate, res.done_rate,
-			 res.long_p99);
+			 "short p50 %.0f p99.9 %.0f max %.0f us; long p99 %.0f us; %.0f/s offered, "
+			 "%.0f answered; CPU %.0f%%",
+			 res.short_p50, res.short_p999, res.short_max, res.long_p99, res.offered_rate,
+			 res.done_rate, cpu_pct);
+		if (cpu1.ticker_wakes)
+			snprintf(row->last.note + strlen(row->last.note),
+				 sizeof(row->last.note) - strlen(row->last.note),
+				 ", ticker %.0f%% (%.0f looks/s)", ticker_pct, looks);
 		xf_bench_sample_extra(&row->last, "short_p50_us", res.short_p50);
 		xf_bench_sample_extra(&row->last, "short_p99_us", res.short_p99);
 		xf_bench_sample_extra(&row->last, "short_p999_us", res.short_p999);
@@ -515,6 +604,11 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 		xf_bench_sample_extra(&row->last, "offered_per_s", res.offered_rate);
 		xf_bench_sample_extra(&row->last, "answered_per_s", res.done_rate);
 		xf_bench_sample_extra(&row->last, "capacity_per_s", capacity);
+		xf_bench_sample_extra(&row->last, "server_cpu_pct", cpu_pct);
+		if (cpu1.ticker_wakes) {
+			xf_bench_sample_extra(&row->last, "ticker_cpu_pct", ticker_pct);
+			xf_bench_sample_extra(&row->last, "ticker_looks_per_s", looks);
+		}
 		keep_extras(row, run);
 	}
 	if (srv.pid > 0)
