@@ -24,49 +24,8 @@
 #define MAX_WORKLOADS 16
 #define MAX_CPUS      1024
 
-static void bench_help(FILE *out)
-{
-	fprintf(out, "usage: xfiber bench [WORKLOAD...] [OPTIONS]\n"
-		     "       xfiber bench compare A.json B.json [--alpha=P]\n"
-		     "       xfiber bench plot RESULTS.json OUT.png\n\n"
-		     "Reproduces the classic kernel benchmarks on x86-64, with the registers in a\n"
-		     "chosen state, for kernel threads and processes and for user-level peers.\n"
-		     "Each row is warmed up (its work calibrated to --time), then timed --runs\n"
-		     "times; tables show mean, stddev, min and median, the row's CPU pinning, and\n"
-		     "%%speedup against a baseline row (100%% = no change, above = better).\n\n"
-		     "workloads (default: all):\n");
-	for (unsigned i = 0; xf_bench_workload_at(i); i++)
-		fprintf(out, "  %-10s %s\n", xf_bench_workload_at(i)->name,
-			xf_bench_workload_at(i)->summary);
-	fprintf(out,
-		"  all        every workload above: the suite `make bench` runs\n\n"
-		"options:\n"
-		"  --runs=N         timed runs per row after the warm-up (default 5)\n"
-		"  --time=S         seconds one run should take (default 0.2)\n"
-		"  --iterations=N   fixed operations per run instead of calibrating to --time\n"
-		"  --quick          tiny runs (1 run, ~30 ms, small messaging), for smoke tests\n"
-		"  --timeout=S      a run longer than this stops the benchmark (default 60)\n"
-		"  --baseline=ROW   the row %%speedup compares with (default: each table's first)\n"
-		"  --json=FILE      write every run's numbers, the machine and the settings\n"
-		"  --plot=FILE.png  bar charts with error bars (needs python3-matplotlib)\n"
-		"  --cpu=N          the first CPU rows are pinned to (default: the first allowed)\n"
-		"  --cpus=1|2|1,2   pin both tasks to one CPU, or one to each of two CPUs\n"
-		"  --state=LIST     registers dirtied around each operation: none, x87, sse, avx,\n"
-		"                   avx512, amx (default: every one this CPU has)\n"
-		"  --threads, --process   kernel threads (default for ctx) or processes\n"
-		"ctx:\n"
-		"  --test=LIST      pipe, futex, yield (default: all three; yield needs --cpus=1)\n"
-		"  --peers=LIST     swapcontext, boost, go, all or none (default: all)\n"
-		"messaging (defaults as hackbench and perf bench sched messaging):\n"
-		"  --groups=N (10)  --fds=N senders and receivers per group (20)\n"
-		"  --loops=N (100)  messages each sender sends each receiver\n"
-		"  --size=N (100)   bytes per message;  --pipe or --socket (default) transport\n\n"
-		"compare: --alpha=P  significance level of Welch's t-test (default 0.05)\n\n"
-		"examples:\n"
-		"  xfiber bench ctx --test=pipe --state=none,avx512 --process --cpus=1,2\n"
-		"  xfiber bench sig --json=a.json    ...change something...\n"
-		"  xfiber bench sig --json=b.json && xfiber bench compare a.json b.json\n");
-}
+/* bench_help: below, after the options it lists. */
+static void bench_help(FILE *out);
 
 /* One line on stderr, prefixed like every message of this command. */
 __attribute__((format(printf, 1, 2))) static void complain(const char *fmt, ...)
@@ -174,104 +133,260 @@ static const char *const test_names[] = {"pipe", "futex", "yield"};
 static const char *const cpus_names[] = {NULL, "1", "2"};
 static const char *const peer_names[] = {"swapcontext", "boost", "go", "all", "none"};
 
-/* One option (name has no "=value"); value may be NULL.  1 if it took the value. */
+/*
+ * Every option of `xfiber bench`, once: its name, what it takes, where the
+ * help lists it, which workloads' option bit it counts as (XF_BOPT_*, for
+ * "does not apply"), and how its value is stored.  The help, the parser and
+ * the options that may take their value from the next argument all come
+ * from here.
+ */
+struct bench_option {
+	const char *name;    /* "--runs" */
+	const char *arg;     /* what the value is, for the help ("N"); NULL: a flag */
+	const char *help;    /* continuation lines start with '\n' and are indented */
+	const char *section; /* NULL: the general options; else a heading */
+	unsigned bit;	     /* XF_BOPT_* the option counts as, or 0 */
+	int (*set)(struct cli *c, const struct bench_option *opt, const char *value);
+	uint64_t min, max;		/* bounds of a number */
+	const char *const *choices;	/* a list's names */
+	int nchoices;
+	int index;			/* which of a family (messaging) */
+};
+
+static int set_quick(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	(void)opt, (void)value;
+	c->o.quick = true;
+	return 0;
+}
+
+static int set_mode(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	(void)value;
+	c->o.modes |= strcmp(opt->name, "--threads") ? XF_MODE_PROCESS : XF_MODE_THREADS;
+	return 0;
+}
+
+static int set_transport(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	(void)value;
+	c->o.use_pipe = !strcmp(opt->name, "--pipe");
+	return 0;
+}
+
+static int set_runs(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	c->runs_set = true;
+	return parse_uint(opt->name, value, (unsigned)opt->min, (unsigned)opt->max, &c->o.runs);
+}
+
+static int set_time(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	c->time_set = true;
+	return parse_seconds(opt->name, value, 0.001, 60, &c->o.run_time);
+}
+
+static int set_timeout(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	return parse_seconds(opt->name, value, 1, 3600, &c->o.timeout);
+}
+
+static int set_iterations(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	return parse_u64(opt->name, value, opt->min, opt->max, &c->o.iterations);
+}
+
+static int set_json(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	(void)opt;
+	c->json = value;
+	return 0;
+}
+
+static int set_plot(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	(void)opt;
+	c->plot = value;
+	return 0;
+}
+
+static int set_baseline(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	(void)opt;
+	c->o.baseline = value;
+	return 0;
+}
+
+static int set_cpu(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	uint64_t cpu;
+
+	if (parse_u64(opt->name, value, opt->min, opt->max, &cpu))
+		return -1;
+	c->cpu = (int)cpu;
+	return 0;
+}
+
+/* --cpus, --state and --test: the list's bits are the option's value. */
+static int set_list(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	unsigned *mask = opt->bit == XF_BOPT_CPUS    ? &c->o.cpus
+			 : opt->bit == XF_BOPT_STATE ? &c->o.states
+						     : &c->o.tests;
+
+	return parse_list(opt->name, value, opt->choices, opt->nchoices, mask);
+}
+
+static int set_peers(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	unsigned m;
+
+	if (parse_list(opt->name, value, opt->choices, opt->nchoices, &m))
+		return -1;
+	c->o.peers_set = true;
+	c->o.peers = (m & 7) | (m & 8 ? XF_PEER_ALL : 0); /* "none" leaves none */
+	return 0;
+}
+
+static int set_messaging(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	unsigned *const vals[] = {&c->o.groups, &c->o.loops, &c->o.size, &c->o.fds};
+
+	c->messaging_set[opt->index] = true;
+	return parse_uint(opt->name, value, (unsigned)opt->min, (unsigned)opt->max,
+			  vals[opt->index]);
+}
+
+#define MESSAGING "messaging (defaults as hackbench and perf bench sched messaging)"
+
+static const struct bench_option options[] = {
+    {.name = "--runs", .arg = "N", .help = "timed runs per row after the warm-up (default 5)",
+     .set = set_runs, .min = 1, .max = XF_BENCH_MAX_RUNS},
+    {.name = "--time", .arg = "S", .help = "seconds one run should take (default 0.2)",
+     .set = set_time},
+    {.name = "--iterations", .arg = "N",
+     .help = "fixed operations per run instead of calibrating to --time",
+     .bit = XF_BOPT_ITERATIONS, .set = set_iterations, .min = 1, .max = 1000000000},
+    {.name = "--quick", .help = "tiny runs (1 run, ~30 ms, small messaging), for smoke tests",
+     .set = set_quick},
+    {.name = "--timeout", .arg = "S",
+     .help = "a run longer than this stops the benchmark (default 60)", .set = set_timeout},
+    {.name = "--baseline", .arg = "ROW",
+     .help = "the row %speedup compares with (default: each table's first)",
+     .set = set_baseline},
+    {.name = "--json", .arg = "FILE",
+     .help = "write every run's numbers, the machine and the settings", .set = set_json},
+    {.name = "--plot", .arg = "FILE.png",
+     .help = "bar charts with error bars (needs python3-matplotlib)", .set = set_plot},
+    {.name = "--cpu", .arg = "N",
+     .help = "the first CPU rows are pinned to (default: the first allowed)", .set = set_cpu,
+     .max = MAX_CPUS - 1},
+    {.name = "--cpus", .arg = "1|2|1,2",
+     .help = "pin both tasks to one CPU, or one to each of two CPUs", .bit = XF_BOPT_CPUS,
+     .set = set_list, .choices = cpus_names, .nchoices = 3},
+    {.name = "--state", .arg = "LIST",
+     .help = "registers dirtied around each operation: none, x87, sse, avx,\n"
+	     "avx512, amx (default: every one this CPU has)",
+     .bit = XF_BOPT_STATE, .set = set_list, .choices = state_names, .nchoices = XF_STATE_N},
+    {.name = "--threads", .help = "kernel threads (the default for ctx)", .bit = XF_BOPT_MODE,
+     .set = set_mode},
+    {.name = "--process", .help = "processes instead of kernel threads", .bit = XF_BOPT_MODE,
+     .set = set_mode},
+    {.name = "--test", .arg = "LIST",
+     .help = "pipe, futex, yield (default: all three; yield needs --cpus=1)", .section = "ctx",
+     .bit = XF_BOPT_TEST, .set = set_list, .choices = test_names, .nchoices = XF_CTX_NTESTS},
+    {.name = "--peers", .arg = "LIST", .help = "swapcontext, boost, go, all or none (default: all)",
+     .section = "ctx", .bit = XF_BOPT_PEERS, .set = set_peers, .choices = peer_names,
+     .nchoices = 5},
+    {.name = "--groups", .arg = "N", .help = "groups of senders and receivers (10)",
+     .section = MESSAGING, .bit = XF_BOPT_MESSAGING, .set = set_messaging, .min = 1,
+     .max = 1000, .index = 0},
+    {.name = "--fds", .arg = "N", .help = "senders and receivers per group (20)",
+     .section = MESSAGING, .bit = XF_BOPT_MESSAGING, .set = set_messaging, .min = 1,
+     .max = 1000, .index = 3},
+    {.name = "--loops", .arg = "N", .help = "messages each sender sends each receiver (100)",
+     .section = MESSAGING, .bit = XF_BOPT_MESSAGING, .set = set_messaging, .min = 1,
+     .max = 1000000, .index = 1},
+    {.name = "--size", .arg = "N", .help = "bytes per message (100)", .section = MESSAGING,
+     .bit = XF_BOPT_MESSAGING, .set = set_messaging, .min = 1, .max = 1 << 20, .index = 2},
+    {.name = "--pipe", .help = "pipes as the transport", .section = MESSAGING,
+     .bit = XF_BOPT_MESSAGING, .set = set_transport},
+    {.name = "--socket", .help = "socket pairs as the transport (the default)",
+     .section = MESSAGING, .bit = XF_BOPT_MESSAGING, .set = set_transport},
+};
+
+static const struct bench_option *find_option(const char *name)
+{
+	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++)
+		if (!strcmp(name, options[i].name))
+			return &options[i];
+	return NULL;
+}
+
+/* One option (name has no "=value"); value is NULL for a flag. */
 static int parse_option(struct cli *c, const char *name, const char *value)
 {
-	struct xf_bench_opts *o = &c->o;
-	static const struct {
-		const char *name;
-		unsigned bit;
-	} flags[] = {{"--quick", 0},
-		     {"--threads", XF_BOPT_MODE},
-		     {"--process", XF_BOPT_MODE},
-		     {"--pipe", XF_BOPT_MESSAGING},
-		     {"--socket", XF_BOPT_MESSAGING}};
-	static const char *const msg_opts[] = {"--groups", "--loops", "--size", "--fds"};
-	static const unsigned msg_max[] = {1000, 1000000, 1 << 20, 1000};
-	unsigned *const msg_vals[] = {&o->groups, &o->loops, &o->size, &o->fds};
-	uint64_t u64;
+	const struct bench_option *opt = find_option(name);
 
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		if (strcmp(name, flags[i].name))
-			continue;
-		if (flags[i].bit)
-			note_use(c, flags[i].bit, flags[i].name);
-		if (!strcmp(name, "--quick"))
-			o->quick = true;
-		else if (!strcmp(name, "--threads"))
-			o->modes |= XF_MODE_THREADS;
-		else if (!strcmp(name, "--process"))
-			o->modes |= XF_MODE_PROCESS;
-		else
-			o->use_pipe = !strcmp(name, "--pipe");
-		return 0;
-	}
-	if (!value) {
+	if (!opt) {
 		complain("unknown option '%s' (see 'xfiber bench --help')", name);
 		return -1;
 	}
-	if (!strcmp(name, "--runs")) {
-		c->runs_set = true;
-		return parse_uint(name, value, 1, XF_BENCH_MAX_RUNS, &o->runs);
+	if (!opt->arg && value) {
+		complain("%s takes no value, not '%s'", name, value);
+		return -1;
 	}
-	if (!strcmp(name, "--time")) {
-		c->time_set = true;
-		return parse_seconds(name, value, 0.001, 60, &o->run_time);
+	if (opt->arg && !value) {
+		complain("%s wants a value", name);
+		return -1;
 	}
-	if (!strcmp(name, "--timeout"))
-		return parse_seconds(name, value, 1, 3600, &o->timeout);
-	if (!strcmp(name, "--iterations")) {
-		note_use(c, XF_BOPT_ITERATIONS, name);
-		return parse_u64(name, value, 1, 1000000000, &o->iterations);
+	if (opt->bit)
+		note_use(c, opt->bit, opt->name);
+	return opt->set(c, opt, value);
+}
+
+static void bench_help(FILE *out)
+{
+	const char *section = NULL;
+
+	fprintf(out, "usage: xfiber bench [WORKLOAD...] [OPTIONS]\n"
+		     "       xfiber bench compare A.json B.json [--alpha=P]\n"
+		     "       xfiber bench plot RESULTS.json OUT.png\n\n"
+		     "Reproduces the classic kernel benchmarks on x86-64, with the registers in a\n"
+		     "chosen state, for kernel threads and processes and for user-level peers.\n"
+		     "Each row is warmed up (its work calibrated to --time), then timed --runs\n"
+		     "times; tables show mean, stddev, min and median, the row's CPU pinning, and\n"
+		     "%%speedup against a baseline row (100%% = no change, above = better).\n\n"
+		     "workloads (default: all):\n");
+	for (unsigned i = 0; xf_bench_workload_at(i); i++)
+		fprintf(out, "  %-10s %s\n", xf_bench_workload_at(i)->name,
+			xf_bench_workload_at(i)->summary);
+	fprintf(out, "  all        every workload above: the suite `make bench` runs\n\n"
+		     "options:\n");
+	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+		const struct bench_option *opt = &options[i];
+		char head[48];
+
+		if (opt->section && (!section || strcmp(section, opt->section)))
+			fprintf(out, "%s:\n", opt->section);
+		section = opt->section;
+		snprintf(head, sizeof(head), "%s%s%s", opt->name, opt->arg ? "=" : "",
+			 opt->arg ? opt->arg : "");
+		fprintf(out, "  %-16s ", head);
+		for (const char *h = opt->help; *h; h++) {
+			if (*h == '\n')
+				fprintf(out, "\n  %-16s ", "");
+			else
+				fputc(*h, out);
+		}
+		fputc('\n', out);
 	}
-	if (!strcmp(name, "--json")) {
-		c->json = value;
-		return 0;
-	}
-	if (!strcmp(name, "--plot")) {
-		c->plot = value;
-		return 0;
-	}
-	if (!strcmp(name, "--baseline")) {
-		o->baseline = value;
-		return 0;
-	}
-	if (!strcmp(name, "--cpu")) {
-		if (parse_u64(name, value, 0, 1023, &u64))
-			return -1;
-		c->cpu = (int)u64;
-		return 0;
-	}
-	if (!strcmp(name, "--cpus")) {
-		note_use(c, XF_BOPT_CPUS, name);
-		return parse_list(name, value, cpus_names, 3, &o->cpus);
-	}
-	if (!strcmp(name, "--state")) {
-		note_use(c, XF_BOPT_STATE, name);
-		return parse_list(name, value, state_names, XF_STATE_N, &o->states);
-	}
-	if (!strcmp(name, "--test")) {
-		note_use(c, XF_BOPT_TEST, name);
-		return parse_list(name, value, test_names, XF_CTX_NTESTS, &o->tests);
-	}
-	if (!strcmp(name, "--peers")) {
-		unsigned m;
-		note_use(c, XF_BOPT_PEERS, name);
-		if (parse_list(name, value, peer_names, 5, &m))
-			return -1;
-		o->peers_set = true;
-		o->peers = (m & 7) | (m & 8 ? XF_PEER_ALL : 0);
-		return 0;
-	}
-	for (int i = 0; i < 4; i++) {
-		if (strcmp(name, msg_opts[i]))
-			continue;
-		note_use(c, XF_BOPT_MESSAGING, name);
-		c->messaging_set[i] = true;
-		return parse_uint(name, value, 1, msg_max[i], msg_vals[i]);
-	}
-	complain("unknown option '%s' (see 'xfiber bench --help')", name);
-	return -1;
+	fprintf(out, "\n"
+		     "compare: --alpha=P  significance level of Welch's t-test (default 0.05)\n\n"
+		     "examples:\n"
+		     "  xfiber bench ctx --test=pipe --state=none,avx512 --process --cpus=1,2\n"
+		     "  xfiber bench sig --json=a.json    ...change something...\n"
+		     "  xfiber bench sig --json=b.json && xfiber bench compare a.json b.json\n");
 }
 
 static int add_workload(struct cli *c, const char *name)
@@ -302,12 +417,6 @@ static int add_workload(struct cli *c, const char *name)
 
 static int parse_args(struct cli *c, int argc, char **argv)
 {
-	/* Options that take a value may also take it as the next argument. */
-	static const char *const valued[] = {"--runs",	 "--time",  "--timeout",  "--iterations",
-					     "--json",	 "--plot",  "--baseline", "--cpu",
-					     "--cpus",	 "--state", "--test",	  "--peers",
-					     "--groups", "--loops", "--size",	  "--fds"};
-
 	for (int i = 1; i < argc; i++) {
 		char name[64];
 		const char *arg = argv[i], *eq = strchr(arg, '='), *value = NULL;
@@ -321,15 +430,11 @@ static int parse_args(struct cli *c, int argc, char **argv)
 		if (eq) {
 			value = eq + 1;
 		} else {
-			for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) {
-				if (strcmp(name, valued[k]))
-					continue;
-				if (i + 1 >= argc) {
-					complain("%s wants a value", name);
-					return -1;
-				}
+			/* A value may also be the next argument. */
+			const struct bench_option *opt = find_option(name);
+
+			if (opt && opt->arg && i + 1 < argc)
 				value = argv[++i];
-			}
 		}
 		if (parse_option(c, name, value))
 			return -1;
