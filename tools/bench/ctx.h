@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "bench/bench.h"
-#include "xstate/regs.h"
+#include "xfiber_internal.h"
 
 /* Shared by the two sides; in MAP_SHARED memory so processes can use it. */
 struct xf_ctx_shared {

@@ -35,7 +35,7 @@
 #include "bench/state.h"
 #include "bench/task.h"
 #include "common/tsc.h"
-#include "preempt/preempt.h"
+#include "xfiber_internal.h"
 
 #define MIN_STACK  (64 * 1024)
 #define PARKED	   100000

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "xfiber.h"
-#include "xstate/regs.h"
+#include "xfiber_internal.h"
 
 /* What the two sides of a fiber ping-pong share. */
 struct xf_fb_pair {

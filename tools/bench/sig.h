@@ -8,7 +8,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "xstate/regs.h"
+#include "xfiber_internal.h"
 
 /* Written by the handler on every signal; read after a loop. */
 struct xf_bench_sig_seen {

@@ -5,7 +5,7 @@
 
 #include "bench/state.h"
 #include "xfiber.h"
-#include "xstate/xstate.h"
+#include "xfiber_internal.h"
 
 static const char *const names[XF_STATE_N] = {"none", "x87", "sse", "avx", "avx512", "amx"};
 static const unsigned classes[XF_STATE_N] = {

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "xstate/regs.h"
+#include "xfiber_internal.h"
 
 enum xf_bench_state {
 	XF_STATE_NONE,	 /* nothing dirtied: every component in init state */

@@ -8,8 +8,7 @@
 #include <stdint.h>
 
 #include "bench/state.h"
-#include "common/compiler.h"
-#include "xstate/xstate.h"
+#include "xfiber_internal.h"
 
 int xf_bench_state_setup(void)
 {

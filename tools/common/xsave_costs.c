@@ -3,11 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/compiler.h"
+#include "xfiber_internal.h"
 #include "common/tsc.h"
 #include "common/xsave_costs.h"
 #include "xfiber.h"
-#include "xstate/xstate.h"
 
 static const char *const state_names[XF_COST_NSTATES] = {"init", "sse", "avx", "avx512", "amx"};
 static const char *const op_names[XF_COST_NOPS] = {

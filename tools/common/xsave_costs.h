@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "xstate/regs.h"
+#include "xfiber_internal.h"
 
 /* The state of the registers while an operation is timed. */
 enum xf_cost_state {

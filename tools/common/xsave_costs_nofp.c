@@ -8,7 +8,7 @@
 #include "common/tsc.h"
 #include "common/xsave_costs.h"
 #include "xfiber.h"
-#include "xstate/xstate.h"
+#include "xfiber_internal.h"
 
 uint64_t xf__cost_batch(enum xf_cost_op op, unsigned classes, const struct xf__regs *regs,
 			void *buf, unsigned iters, uint64_t *xinuse)

@@ -1,0 +1,26 @@
+# cmake -DSRC=src -DTOOLS=tools -P internal_header.cmake
+# Fails, naming each, on an #include "X" in tools/ where X is a file under
+# src/ other than xfiber_internal.h and not a file of tools/ itself.
+file(GLOB_RECURSE sources ${TOOLS}/*.c ${TOOLS}/*.h ${TOOLS}/*.S)
+set(bad "")
+set(seen 0)
+foreach(f ${sources})
+  file(STRINGS ${f} includes REGEX "^#[ \t]*include[ \t]+\"[^\"]+\"")
+  foreach(line ${includes})
+    string(REGEX REPLACE "^#[ \t]*include[ \t]+\"([^\"]+)\".*" "\\1" name "${line}")
+    if(name STREQUAL "xfiber_internal.h")
+      math(EXPR seen "${seen} + 1")
+    elseif(EXISTS ${SRC}/${name} AND NOT EXISTS ${TOOLS}/${name})
+      file(RELATIVE_PATH rel ${TOOLS}/.. ${f})
+      string(APPEND bad "\n  ${rel}: #include \"${name}\"")
+    endif()
+  endforeach()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "tools/ includes the library's private headers; "
+                      "use xfiber_internal.h (or add to it, saying why):${bad}")
+endif()
+if(seen EQUAL 0)
+  message(FATAL_ERROR "no file of tools/ includes xfiber_internal.h: is TOOLS right?")
+endif()
+message(STATUS "tools/: ${seen} includes of xfiber_internal.h, no other private header")
