@@ -122,7 +122,7 @@ void xf__blocking_fork(enum xf__fork_phase phase)
 
 int xf_blocking(void *(*fn)(void *), void *arg, void **result)
 {
-	struct xf_fiber *self = xf__self();
+	struct xf_fiber *self = xf__self_may_wait();
 	struct job j = {.fn = fn, .arg = arg, .fiber = self};
 	pthread_t t;
 	int err = 0;
@@ -131,7 +131,7 @@ int xf_blocking(void *(*fn)(void *), void *arg, void **result)
 		return EINVAL;
 	if (xf__cancel_point())
 		return ECANCELED; /* fn does not run */
-	if (!self || (xf__preempt_word_get() & XF_PREEMPT_NESTING)) {
+	if (!self) {
 		void *r = fn(arg); /* not a fiber's call: inline */
 
 		if (result)

@@ -429,7 +429,7 @@ void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events)
  * fibers that may need it, and does not. */
 static void wait_calls_leave(struct xf__fd *e)
 {
-	const bool fiber = xf__self() && !(xf__preempt_word_get() & XF_PREEMPT_NESTING);
+	const bool fiber = xf__self_may_wait() != NULL;
 
 	if (!fiber && xf__this_worker())
 		return;

@@ -43,12 +43,6 @@
 #include "common/interpose.h"
 #include "io/io.h"
 
-/* The calling fiber, if the call should wait as a fiber. */
-static bool as_fiber(void)
-{
-	return xf__self() && !(xf__preempt_word_get() & XF_PREEMPT_NESTING);
-}
-
 /* One try of an operation, without blocking the thread: its result, or -1
  * with errno (EAGAIN: not ready). */
 typedef ssize_t (*attempt_fn)(int fd, enum xf__fd_kind kind, void *op);
@@ -351,38 +345,38 @@ ssize_t xf_read(int fd, void *buf, size_t n)
 {
 	struct iovec v = {buf, n};
 
-	return as_fiber() ? rw(fd, &v, 1, 0, false) : read(fd, buf, n);
+	return xf__self_may_wait() ? rw(fd, &v, 1, 0, false) : read(fd, buf, n);
 }
 
 ssize_t xf_write(int fd, const void *buf, size_t n)
 {
 	struct iovec v = {(void *)buf, n};
 
-	return as_fiber() ? rw(fd, &v, 1, 0, true) : write(fd, buf, n);
+	return xf__self_may_wait() ? rw(fd, &v, 1, 0, true) : write(fd, buf, n);
 }
 
 ssize_t xf_readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	return as_fiber() ? rw(fd, iov, iovcnt, 0, false) : readv(fd, iov, iovcnt);
+	return xf__self_may_wait() ? rw(fd, iov, iovcnt, 0, false) : readv(fd, iov, iovcnt);
 }
 
 ssize_t xf_writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	return as_fiber() ? rw(fd, iov, iovcnt, 0, true) : writev(fd, iov, iovcnt);
+	return xf__self_may_wait() ? rw(fd, iov, iovcnt, 0, true) : writev(fd, iov, iovcnt);
 }
 
 ssize_t xf_recv(int fd, void *buf, size_t n, int flags)
 {
 	struct iovec v = {buf, n};
 
-	return as_fiber() ? rw(fd, &v, 1, flags, false) : recv(fd, buf, n, flags);
+	return xf__self_may_wait() ? rw(fd, &v, 1, flags, false) : recv(fd, buf, n, flags);
 }
 
 ssize_t xf_send(int fd, const void *buf, size_t n, int flags)
 {
 	struct iovec v = {(void *)buf, n};
 
-	return as_fiber() ? rw(fd, &v, 1, flags, true) : send(fd, buf, n, flags);
+	return xf__self_may_wait() ? rw(fd, &v, 1, flags, true) : send(fd, buf, n, flags);
 }
 
 ssize_t xf_recvmsg(int fd, struct msghdr *msg, int flags)
@@ -392,7 +386,7 @@ ssize_t xf_recvmsg(int fd, struct msghdr *msg, int flags)
 	const size_t control_len = msg->msg_controllen;
 	uint64_t start;
 
-	if (!as_fiber())
+	if (!xf__self_may_wait())
 		return recvmsg(fd, msg, flags);
 	start = xf__now_ns();
 	return the_rest(fd, msg, flags, false,
@@ -406,7 +400,7 @@ ssize_t xf_sendmsg(int fd, const struct msghdr *msg, int flags)
 
 	uint64_t start;
 
-	if (!as_fiber())
+	if (!xf__self_may_wait())
 		return sendmsg(fd, msg, flags);
 	start = xf__now_ns();
 	return the_rest(fd, (struct msghdr *)msg, flags, true,
@@ -424,7 +418,7 @@ ssize_t xf_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *add
 			   .msg_iovlen = 1};
 	ssize_t r;
 
-	if (!as_fiber())
+	if (!xf__self_may_wait())
 		return recvfrom(fd, buf, n, flags, addr, len);
 	r = xf_recvmsg(fd, &m, flags);
 	if (r >= 0 && addr && len)
@@ -438,7 +432,7 @@ ssize_t xf_sendto(int fd, const void *buf, size_t n, int flags, const struct soc
 	struct iovec v = {(void *)buf, n};
 	struct msghdr m = {.msg_name = (void *)addr, .msg_namelen = len, .msg_iov = &v, .msg_iovlen = 1};
 
-	if (!as_fiber())
+	if (!xf__self_may_wait())
 		return sendto(fd, buf, n, flags, addr, len);
 	return xf_sendmsg(fd, &m, flags);
 }
@@ -465,7 +459,7 @@ int xf_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	struct xf__fd *e;
 	int fl;
 
-	if (!as_fiber())
+	if (!xf__self_may_wait())
 		return accept4(fd, addr, len, flags);
 	e = xf__fd_get(fd);
 	/* accept has no per-call non-blocking form: the listener gets
@@ -536,7 +530,7 @@ int xf_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	int fl, r, soerr = 0, err;
 
-	if (!as_fiber())
+	if (!xf__self_may_wait())
 		return connect(fd, addr, len);
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0)
@@ -633,7 +627,7 @@ int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 	struct xf__fd **held;
 	int r;
 
-	if (!as_fiber())
+	if (!xf__self_may_wait())
 		return poll(fds, n, timeout_ms); /* interposed: the plain call, here */
 	if (xf__cancel_point()) {
 		xf__errno_set(ECANCELED);
@@ -689,7 +683,7 @@ int xf_fd_wait(int fd, short events, uint64_t timeout_ns)
 
 	if (!(events & (POLLIN | POLLOUT)) || (events & ~(POLLIN | POLLOUT)))
 		return EINVAL;
-	if (!as_fiber()) {
+	if (!xf__self_may_wait()) {
 		/* ppoll: a timeout to the nanosecond (poll's milliseconds made
 		 * 0.5 ms a poll that did not wait), and none for 0 or XF_FOREVER. */
 		struct timespec ts = {(time_t)(timeout_ns / 1000000000u),

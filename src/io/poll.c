@@ -34,13 +34,6 @@
 #include "preempt/preempt.h"
 #include "sched/sched.h"
 
-static struct xf_fiber *waiter(void)
-{
-	struct xf_fiber *f = xf__self();
-
-	return f && !(xf__preempt_word_get() & XF_PREEMPT_NESTING) ? f : NULL;
-}
-
 /* Milliseconds left of timeout_ms since start_ns (-1: forever). */
 static int ms_left(int timeout_ms, uint64_t start_ns)
 {
@@ -56,7 +49,7 @@ static int ms_left(int timeout_ms, uint64_t start_ns)
  * runtime's signal alone cut it short; `resume` updates its timeout. */
 #define READINESS_WAIT(call, resume)                                                               \
 	({                                                                                         \
-		struct xf_fiber *f = waiter();                                                     \
+		struct xf_fiber *f = xf__self_may_wait();                                                     \
 		__typeof__(call) result_;                                                          \
 		for (;;) {                                                                         \
 			uint32_t ticks = f ? f->preempt_signals : 0;                               \
@@ -131,7 +124,7 @@ XF_INTERPOSE(int, poll, (struct pollfd * fds, nfds_t n, int timeout_ms))
 	uint64_t start = xf__now_ns();
 	int left = timeout_ms;
 
-	if (waiter())
+	if (xf__self_may_wait())
 		return xf_poll(fds, n, timeout_ms);
 	return READINESS_WAIT(XF_REAL(poll)(fds, n, left), left = ms_left(timeout_ms, start));
 }
@@ -141,7 +134,7 @@ XF_INTERPOSE(int, epoll_wait, (int epfd, struct epoll_event *ev, int max, int ti
 	uint64_t start = xf__now_ns();
 	int left = timeout_ms;
 
-	if (waiter())
+	if (xf__self_may_wait())
 		return epoll_as_fiber(epfd, ev, max, timeout_ms);
 	return READINESS_WAIT(XF_REAL(epoll_wait)(epfd, ev, max, left),
 			      left = ms_left(timeout_ms, start));
@@ -153,7 +146,7 @@ XF_INTERPOSE(int, epoll_pwait,
 	uint64_t start = xf__now_ns();
 	int left = timeout_ms;
 
-	if (!mask && waiter())
+	if (!mask && xf__self_may_wait())
 		return epoll_as_fiber(epfd, ev, max, timeout_ms);
 	return READINESS_WAIT(XF_REAL(epoll_pwait)(epfd, ev, max, left, mask),
 			      left = ms_left(timeout_ms, start));
@@ -169,7 +162,7 @@ XF_INTERPOSE(int, epoll_pwait2,
 	uint64_t start = xf__now_ns();
 	struct timespec left, *t = NULL;
 
-	if (!mask && waiter())
+	if (!mask && xf__self_may_wait())
 		return epoll_as_fiber(epfd, ev, max, ts_ms(timeout));
 	if (timeout) {
 		left = *timeout;
@@ -193,7 +186,7 @@ XF_INTERPOSE(int, ppoll,
 	uint64_t start = xf__now_ns();
 	struct timespec left, *t = NULL;
 
-	if (!mask && waiter())
+	if (!mask && xf__self_may_wait())
 		return xf_poll(fds, n, ts_ms(timeout));
 	if (timeout) {
 		left = *timeout;
@@ -295,7 +288,7 @@ XF_INTERPOSE(int, pselect,
 	struct timespec left, *t = NULL;
 	struct fd_sets sets;
 
-	if (!mask && waiter())
+	if (!mask && xf__self_may_wait())
 		return select_as_fiber(n, r, w, e, ts_ms(timeout));
 	sets_keep(&sets, r, w, e);
 	if (timeout) {
@@ -315,7 +308,7 @@ XF_INTERPOSE(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeva
 	struct timespec total, left;
 	struct fd_sets sets;
 
-	if (waiter()) {
+	if (xf__self_may_wait()) {
 		struct timespec ts, *tp = NULL;
 		int ready;
 

@@ -539,6 +539,17 @@ static inline struct xf_fiber *xf__self(void)
 	return f && !(f->flags & XF_FIBER_F_IDLE) ? f : NULL;
 }
 
+/* The calling fiber if it may wait as a fiber - neither a worker's idle
+ * context nor a section with preemption disabled (the runtime's own, or an
+ * interposed C library call made from one) - else NULL: the caller then
+ * does what a plain thread would (blocks its thread, or runs inline). */
+static inline struct xf_fiber *xf__self_may_wait(void)
+{
+	struct xf_fiber *f = xf__self();
+
+	return f && !(xf__preempt_word_get() & XF_PREEMPT_NESTING) ? f : NULL;
+}
+
 /* A plain thread (not a worker) waits on the runtime's objects through a
  * stand-in of its own: a fiber structure in thread-local storage, linked
  * on wait queues and claimed as a fiber is, and woken by a futex instead of

@@ -24,13 +24,6 @@
 #include "preempt/preempt.h"
 #include "sched/sched.h"
 
-static struct xf_fiber *sleeper(void)
-{
-	struct xf_fiber *f = xf__self();
-
-	return f && !(xf__preempt_word_get() & XF_PREEMPT_NESTING) ? f : NULL;
-}
-
 /* Nanoseconds in ts, UINT64_MAX (forever, for the runtime's timers) past
  * what 64 bits hold - as the kernel clamps such a sleep. */
 static uint64_t ts_ns(const struct timespec *ts)
@@ -65,7 +58,7 @@ static void counts(uint32_t *ticks, uint64_t *app)
 XF_INTERPOSE(int, clock_nanosleep,
 	     (clockid_t clk, int flags, const struct timespec *req, struct timespec *rem))
 {
-	struct xf_fiber *f = sleeper();
+	struct xf_fiber *f = xf__self_may_wait();
 	struct timespec now, left;
 	uint32_t ticks;
 	uint64_t app;

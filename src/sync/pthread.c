@@ -86,15 +86,6 @@
 #define WAIT_SLEEP_MAX_NS  (1000 * 1000)
 #define WAIT_SERIES_GAP_NS (1000 * 1000) /* a round after this long starts anew */
 
-/* The calling fiber, if these calls should treat it as one: not the
- * runtime's own code, nor code that disabled preemption. */
-static struct xf_fiber *fiber(void)
-{
-	struct xf_fiber *f = xf__self();
-
-	return f && !(xf__preempt_word_get() & XF_PREEMPT_NESTING) ? f : NULL;
-}
-
 static uint8_t mark(struct xf_fiber *f, uint8_t kind)
 {
 	uint8_t prev = f->blocking;
@@ -370,7 +361,7 @@ static int misuse_if_held_here(pthread_mutex_t *m, const char *what)
 
 XF_INTERPOSE(int, pthread_mutex_lock, (pthread_mutex_t * m))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 	int err;
 
 	if (!f) {
@@ -386,7 +377,7 @@ XF_INTERPOSE(int, pthread_mutex_lock, (pthread_mutex_t * m))
 
 XF_INTERPOSE(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *t))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 
 	if (!f)
 		return XF_REAL(pthread_mutex_timedlock)(m, t);
@@ -397,7 +388,7 @@ XF_INTERPOSE(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct ti
 XF_INTERPOSE(int, pthread_mutex_clocklock,
 	     (pthread_mutex_t * m, clockid_t c, const struct timespec *t))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 
 	if (!f)
 		return XF_REAL(pthread_mutex_clocklock)(m, c, t);
@@ -406,7 +397,7 @@ XF_INTERPOSE(int, pthread_mutex_clocklock,
 
 XF_INTERPOSE(int, pthread_mutex_trylock, (pthread_mutex_t * m))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 
 	if (!f)
 		return XF_REAL(pthread_mutex_trylock)(m);
@@ -431,7 +422,7 @@ static int mutex_unlock(struct xf_fiber *f, pthread_mutex_t *m)
 
 XF_INTERPOSE(int, pthread_mutex_unlock, (pthread_mutex_t * m))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 
 	progress(f);
 	/* The common case first: a normal mutex, whose unlock needs nothing. */
@@ -463,7 +454,7 @@ static int cond_wait_round(struct xf_fiber *f, pthread_mutex_t *m, uint64_t dead
 
 #define COND_WAIT(c, m, deadline, block)                                                           \
 	({                                                                                         \
-		struct xf_fiber *f = fiber();                                                      \
+		struct xf_fiber *f = xf__self_may_wait();                                                      \
 		int err_;                                                                          \
 		if (!f)                                                                            \
 			err_ = (block);                                                            \
@@ -498,7 +489,7 @@ XF_INTERPOSE(int, pthread_cond_clockwait,
  * calls on it wait for, all of them marked. */
 XF_INTERPOSE(int, pthread_cond_signal, (pthread_cond_t * c))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 
 	progress(f);
 	return BLOCKING(f, XF_BLOCKING_AT_WAIT,
@@ -507,7 +498,7 @@ XF_INTERPOSE(int, pthread_cond_signal, (pthread_cond_t * c))
 
 XF_INTERPOSE(int, pthread_cond_broadcast, (pthread_cond_t * c))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 
 	progress(f);
 	return BLOCKING(f, XF_BLOCKING_AT_WAIT,
@@ -529,7 +520,7 @@ static bool rwlock_held_here(struct xf_fiber *f, const void *lock)
  * another round. */
 #define RWLOCK(rw, deadline, write, try, block)                                                   \
 	({                                                                                         \
-		struct xf_fiber *f = fiber();                                                      \
+		struct xf_fiber *f = xf__self_may_wait();                                                      \
 		int err_;                                                                          \
 		for (;;) {                                                                         \
 			if (!f) {                                                                  \
@@ -591,7 +582,7 @@ XF_INTERPOSE(int, pthread_rwlock_clockwrlock,
 
 XF_INTERPOSE(int, pthread_rwlock_trywrlock, (pthread_rwlock_t * rw))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 	int err;
 
 	if (!f)
@@ -608,7 +599,7 @@ XF_INTERPOSE(int, pthread_rwlock_trywrlock, (pthread_rwlock_t * rw))
 
 XF_INTERPOSE(int, pthread_rwlock_unlock, (pthread_rwlock_t * rw))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 	bool writer = f && owns(f, rw);
 	int err;
 
@@ -653,7 +644,7 @@ static void once_routine(void)
 
 XF_INTERPOSE(int, pthread_once, (pthread_once_t * once, void (*init)(void)))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 	void (*outer)(void);
 	int err;
 
@@ -693,7 +684,7 @@ XF_INTERPOSE(int, pthread_once, (pthread_once_t * once, void (*init)(void)))
 
 #define SEM_WAIT(s, deadline, call)                                                                \
 	({                                                                                         \
-		struct xf_fiber *f = fiber();                                                      \
+		struct xf_fiber *f = xf__self_may_wait();                                                      \
 		int wait_r_;                                                                            \
 		for (;;) {                                                                         \
 			if (!f) {                                                                  \
@@ -736,12 +727,12 @@ XF_INTERPOSE(int, sem_clockwait, (sem_t * s, clockid_t c, const struct timespec 
 XF_INTERPOSE(int, pthread_barrier_wait, (pthread_barrier_t * b))
 {
 	/* Nothing to try: always a wait in the kernel. */
-	return BLOCKING(fiber(), XF_BLOCKING_AT_WAIT, XF_REAL(pthread_barrier_wait)(b));
+	return BLOCKING(xf__self_may_wait(), XF_BLOCKING_AT_WAIT, XF_REAL(pthread_barrier_wait)(b));
 }
 
 XF_INTERPOSE(int, pthread_spin_lock, (pthread_spinlock_t * l))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 
 	while (f && others_ready()) {
 		if (pthread_spin_trylock(l) == 0)
@@ -754,7 +745,7 @@ XF_INTERPOSE(int, pthread_spin_lock, (pthread_spinlock_t * l))
 
 XF_INTERPOSE(int, pthread_join, (pthread_t t, void **result))
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 
 	while (f && others_ready()) {
 		int err = pthread_tryjoin_np(t, result);
@@ -856,7 +847,7 @@ static __typeof__(__cxa_guard_acquire) *xf__real___cxa_guard_acquire;
 
 int __cxa_guard_acquire(uint64_t *guard)
 {
-	struct xf_fiber *f = fiber();
+	struct xf_fiber *f = xf__self_may_wait();
 
 	if (f)
 		wait_out(f, guard_building, guard, 0);
@@ -914,7 +905,7 @@ XF_INTERPOSE(long, syscall, (long nr, ...))
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
-	if (!futex_wait_op(nr, a[1]) || !(f = fiber()))
+	if (!futex_wait_op(nr, a[1]) || !(f = xf__self_may_wait()))
 		return XF_REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	if (others_ready())
 		return futex_wait_round(f, a);
