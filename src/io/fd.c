@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -90,7 +92,16 @@ enum xf__fd_kind xf__fd_kind(struct xf__fd *e, int fd)
 	if (fstat(fd, &st))
 		return XF_FD_UNKNOWN;
 	if (S_ISSOCK(st.st_mode)) {
+		int proto = 0;
+		socklen_t len = sizeof(proto);
+		char ulp[16] = "";
+		socklen_t ulp_len = sizeof(ulp);
+
 		kind = XF_FD_SOCKET;
+		/* TCP, with no upper layer (kernel TLS reads by records). */
+		e->tcp_stream = getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) == 0 &&
+				proto == IPPROTO_TCP &&
+				getsockopt(fd, IPPROTO_TCP, TCP_ULP, ulp, &ulp_len) == 0 && !ulp[0];
 		e->so_rcvtimeo_ns = xf__so_timeout_ns(fd, SO_RCVTIMEO);
 		e->so_sndtimeo_ns = xf__so_timeout_ns(fd, SO_SNDTIMEO);
 	}
@@ -402,7 +413,7 @@ void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events)
 	struct xf_fiber *woken;
 	uint32_t bits = 0, taken = 0;
 
-	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI))
 		bits |= EPOLLIN;
 	if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
 		bits |= EPOLLOUT;
@@ -411,6 +422,10 @@ void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events)
 		xf__spin_unlock(&e->lock); /* for a descriptor closed since */
 		return;
 	}
+	/* The end of the stream, an error or urgent data: a read may now stop
+	 * short with more to read, and no further event will say so. */
+	if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI))
+		e->read_end_seen = true;
 	/* Counted whether or not a waiter takes it: a fiber whose try began
 	 * before it will try again rather than wait (io.h). */
 	if (bits & EPOLLIN)
@@ -421,6 +436,25 @@ void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events)
 	woken = claim_waiters(e, bits, XF_WAIT_WOKEN, bits, &taken);
 	xf__spin_unlock(&e->lock);
 	xf__wake_list(woken);
+}
+
+/*
+ * A TCP read that moves fewer bytes than asked for has emptied the receive
+ * queue (tcp_recvmsg copies all it holds, up to the length), so the next
+ * read would find EAGAIN: it may wait at once, as after an EAGAIN - one
+ * system call less per message (tokio does the same on epoll).  Unless an
+ * event came since the try began (data arrived, and its event cleared or
+ * will clear the mark), or the stream's end, an error or urgent data was
+ * seen: a read stops short before the FIN or the urgent byte with more to
+ * read, and no new event comes for what is already there.  Only a
+ * registered entry: an event is then sure to follow new data.
+ */
+void xf__fd_read_short(struct xf__fd *e, uint64_t gen)
+{
+	xf__spin_lock(&e->lock);
+	if (e->registered && !e->closing && !e->read_end_seen && !gen_moved(e, EPOLLIN, gen))
+		e->drained |= EPOLLIN;
+	xf__spin_unlock(&e->lock);
 }
 
 /* Waits for the calls using e's number to leave: from a fiber by
@@ -473,6 +507,7 @@ void xf__fd_retire(struct xf__fd *e, int fd)
 	e->so_rcvtimeo_ns = e->so_sndtimeo_ns = 0;
 	e->pending_err = 0;
 	e->nonblock_ours = false;
+	e->tcp_stream = e->read_end_seen = false;
 	__atomic_store_n(&e->closing, false, __ATOMIC_RELEASE);
 }
 

@@ -79,6 +79,9 @@ struct xf__fd {
 	bool registered;       /* in the epoll set, with `seq` */
 	bool closing;	       /* xf_close under way: new calls fail with EBADF */
 	bool nonblock_ours;    /* we set O_NONBLOCK (a listening socket) */
+	bool tcp_stream;       /* a TCP stream socket: a short read empties it */
+	bool read_end_seen;    /* EPOLLRDHUP, EPOLLHUP, EPOLLERR or EPOLLPRI came: a
+				* short read no longer says the queue is empty */
 	uint32_t gen_in, gen_out; /* events handed to the entry, per direction */
 	uint32_t drained;	  /* directions whose last try found EAGAIN, with no
 				   * event since: the next call waits at once */
@@ -103,6 +106,11 @@ struct xf__fd *xf__fd_peek(int fd);
 /* Takes fd for an xf_ call: EBADF if it is being closed (or invalid). */
 int xf__fd_enter(struct xf__fd *e);
 void xf__fd_leave(struct xf__fd *e);
+
+/* A read on TCP socket e moved fewer bytes than it asked for, after a try
+ * that began at event count gen: the next read waits without trying, if
+ * that is still right (fd.c). */
+void xf__fd_read_short(struct xf__fd *e, uint64_t gen);
 
 /* Classifies fd (fstat), once. */
 enum xf__fd_kind xf__fd_kind(struct xf__fd *e, int fd);

@@ -30,6 +30,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -60,9 +62,11 @@ static bool ready_now(int fd, uint32_t events)
  * *start_ns, the start of the whole call (a MSG_WAITALL read's later parts
  * included); 0 until the call first has to wait, which then reads the
  * clock - a call that finds its data never does (~20 ns of a ~400 ns
- * ready read). */
+ * ready read).  want: the bytes a read asks for, whose falling short on a
+ * TCP socket says the next read would find nothing (xf__fd_read_short);
+ * 0 for anything else. */
 static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, bool once,
-		      uint64_t *start_ns)
+		      uint64_t *start_ns, size_t want)
 {
 	struct xf__fd *e = xf__fd_get(fd);
 	enum xf__fd_kind kind;
@@ -95,6 +99,8 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 			r = -1, xf__errno_set(EAGAIN); /* known not ready: straight to the wait */
 		else
 			r = attempt(fd, kind, op);
+		if (r > 0 && (size_t)r < want && e->tcp_stream)
+			xf__fd_read_short(e, gen);
 		if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK) || once)
 			break;
 		if (!timed) {
@@ -125,7 +131,7 @@ static ssize_t run(int fd, uint32_t events, attempt_fn attempt, void *op, bool o
 {
 	uint64_t start_ns = 0;
 
-	return run_at(fd, events, attempt, op, once, &start_ns);
+	return run_at(fd, events, attempt, op, once, &start_ns, 0);
 }
 
 /* A recv with MSG_PEEK and MSG_WAITALL waits, as the blocking call does,
@@ -324,9 +330,11 @@ static ssize_t the_rest(int fd, struct msghdr *msg, int flags, bool write, ssize
 		rw_op.iov = m.msg_iov;
 		rw_op.iovcnt = left;
 		if (xf__fd_kind(e, fd) == XF_FD_SOCKET)
-			r = run_at(fd, write ? EPOLLOUT : EPOLLIN, msg_attempt, &op, false, &start_ns);
+			r = run_at(fd, write ? EPOLLOUT : EPOLLIN, msg_attempt, &op, false, &start_ns,
+				   0);
 		else
-			r = run_at(fd, write ? EPOLLOUT : EPOLLIN, rw_attempt, &rw_op, false, &start_ns);
+			r = run_at(fd, write ? EPOLLOUT : EPOLLIN, rw_attempt, &rw_op, false,
+				   &start_ns, 0);
 		if (r < 0) {
 			err = xf__errno_get();
 			if (err != EAGAIN && err != ETIMEDOUT && err != ECANCELED && err != EBADF)
@@ -352,8 +360,10 @@ static ssize_t whole_call(int fd, struct msghdr *msg, int flags, bool write, att
 			  void *op, size_t control_len)
 {
 	uint64_t start_ns = 0; /* read if the first part waits */
+	/* A peek leaves the bytes where they were: its length says nothing. */
+	size_t want = write || (flags & MSG_PEEK) ? 0 : iov_total(msg->msg_iov, (int)msg->msg_iovlen);
 	ssize_t r = run_at(fd, write ? EPOLLOUT : EPOLLIN, attempt, op, flags & MSG_DONTWAIT,
-			   &start_ns);
+			   &start_ns, want);
 
 	return the_rest(fd, msg, flags, write, r, start_ns, control_len);
 }
@@ -908,13 +918,17 @@ XF_INTERPOSE(int, close_range, (unsigned first, unsigned last, int flags))
 }
 
 /* A socket's own timeouts, as the program sets them, bound the fibers'
- * waits as they bound the blocking calls (EAGAIN). */
+ * waits as they bound the blocking calls (EAGAIN).  An upper layer on TCP
+ * (TCP_ULP: kernel TLS) reads record by record, so that a short read no
+ * longer says the socket is empty (xf__fd_read_short). */
 XF_INTERPOSE(int, setsockopt,
 	     (int fd, int level, int opt, const void *value, socklen_t len))
 {
 	int r = XF_REAL(setsockopt)(fd, level, opt, value, len);
 	struct xf__fd *e;
 
+	if (r == 0 && level == IPPROTO_TCP && opt == TCP_ULP && (e = xf__fd_peek(fd)))
+		__atomic_store_n(&e->tcp_stream, false, __ATOMIC_RELAXED);
 	if (r == 0 && level == SOL_SOCKET && (opt == SO_RCVTIMEO || opt == SO_SNDTIMEO) &&
 	    (e = xf__fd_peek(fd)) && e->kind == XF_FD_SOCKET) {
 		uint64_t ns = xf__so_timeout_ns(fd, opt);

@@ -3,7 +3,7 @@
  * whole runtime, polled by whoever has nothing better to do.
  *
  * Every descriptor a fiber waits on is registered once, edge-triggered, for
- * input and output (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET), with its
+ * input and output (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET), with its
  * number and sequence number in the event's data (fd.c keeps the state).
  * Who polls:
  *
@@ -77,7 +77,8 @@ void xf__poller_stop(void)
 
 int xf__poller_add(int fd, uint32_t seq)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+	/* EPOLLPRI: urgent data ends what a short read says (fd.c). */
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET,
 				 .data.u64 = (uint64_t)seq << 32 | (uint32_t)fd};
 
 	if (poller.epfd < 0)
