@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "io/io.h"
+#include "runtime/hooks.h"
 
 #define XF_POOL_THREADS_DEFAULT	 64
 #define XF_POOL_QUEUE_PER_THREAD 16
@@ -108,7 +109,7 @@ void xf__blocking_stop(void)
 	pthread_mutex_unlock(&pool.lock);
 }
 
-void xf__blocking_fork(enum xf__fork_phase phase)
+static void blocking_fork(enum xf__fork_phase phase)
 {
 	xf__fork_mutex(&pool.lock, phase);
 	if (phase == XF_FORK_CHILD) {
@@ -119,6 +120,9 @@ void xf__blocking_fork(enum xf__fork_phase phase)
 		pool.queued = pool.threads = pool.idle = 0;
 	}
 }
+
+XF_HOOK(blocking_hook) = {
+    .module = "io/blocking", .fork_order = XF_FORK_ORDER_BLOCKING, .fork = blocking_fork};
 
 int xf_blocking(void *(*fn)(void *), void *arg, void **result)
 {

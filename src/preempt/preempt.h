@@ -114,7 +114,6 @@ enum xf__code xf__safepoint_code(uintptr_t pc); /* async-signal-safe */
 int xf__safepoints_build(void);
 void xf__safepoints_refresh(uint64_t now_ns); /* the ticker: rebuild if stale or changed */
 void xf__safepoints_release(void);
-void xf__safepoints_fork(int phase); /* enum xf__fork_phase */
 
 /* sigaction.c: the application's signal handlers, beside the runtime's. */
 /* Puts the runtime's handler for sig into the kernel, keeping the
@@ -130,7 +129,6 @@ void xf__signal_foreign(int sig, siginfo_t *si, void *uc); /* a SIGURG the runti
 bool xf__signal_in_app_handler(const void *uc);
 /* Application signals delivered to this thread so far. */
 uint64_t xf__signal_app_count(void);
-void xf__signal_fork(int phase); /* enum xf__fork_phase */
 
 /* ticker.c */
 int xf__ticker_start(void);

@@ -39,6 +39,7 @@
 
 #include "preempt/preempt.h"
 #include "sched/sched.h"
+#include "runtime/hooks.h"
 
 #define MARKS_MAX 64
 #define XF_SAFEPOINT_CHECK_NS (10 * 1000 * 1000)
@@ -290,7 +291,11 @@ int xf_preempt_unsafe_add(const void *addr)
 	return err;
 }
 
-void xf__safepoints_fork(int phase)
+static void safepoints_fork(enum xf__fork_phase phase)
 {
 	xf__fork_mutex(&build_lock, phase);
 }
+
+XF_HOOK(safepoints_hook) = {.module = "preempt/safepoint",
+			    .fork_order = XF_FORK_ORDER_SAFEPOINTS,
+			    .fork = safepoints_fork};

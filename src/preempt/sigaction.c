@@ -45,6 +45,7 @@
 #include "common/interpose.h"
 #include "preempt/preempt.h"
 #include "sched/sched.h"
+#include "runtime/hooks.h"
 
 #define APP_NESTING_MAX 8
 
@@ -324,10 +325,13 @@ void xf__signal_forward(int signo, siginfo_t *si, void *uc)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void xf__signal_fork(int phase)
+static void signals_fork(enum xf__fork_phase phase)
 {
 	xf__fork_mutex(&sig.lock, phase);
 }
+
+XF_HOOK(signals_hook) = {
+    .module = "preempt/sigaction", .fork_order = XF_FORK_ORDER_SIGNALS, .fork = signals_fork};
 
 void xf__signal_foreign(int signo, siginfo_t *si, void *uc)
 {

@@ -31,6 +31,7 @@
 #include "sched/sanitizer.h"
 #include "sched/sched.h"
 #include "xstate/xstate.h"
+#include "runtime/hooks.h"
 
 #define JOINER_DONE	((struct xf_fiber *)1)
 #define JOINER_DETACHED ((struct xf_fiber *)2)
@@ -192,10 +193,13 @@ void xf__fiber_arena_release(void)
 	pthread_mutex_unlock(&xf__fiber_arena.lock);
 }
 
-void xf__arena_fork(enum xf__fork_phase phase)
+static void arena_fork(enum xf__fork_phase phase)
 {
 	xf__fork_mutex(&xf__fiber_arena.lock, phase);
 }
+
+XF_HOOK(arena_hook) = {
+    .module = "sched/fiber", .fork_order = XF_FORK_ORDER_ARENA, .fork = arena_fork};
 
 static bool valid_attr(const xf_attr *a)
 {
@@ -352,7 +356,7 @@ static int spawn_remote(xf_fiber **out, void *(*fn)(void *), void *arg, const xf
 	if (attr->pinned && attr->worker < 0)
 		return EINVAL; /* "the spawning fiber's worker": there is none */
 	/* Against a shutdown: the runtime runs until the fiber is counted
-	 * live and queued, and shutdown then waits for it (runtime.c). */
+	 * live and queued, and shutdown then waits for it (runtime/runtime.c). */
 	if (!xf__runtime_hold() || xf__rt.closing) {
 		xf__runtime_release();
 		return EPERM;
@@ -428,7 +432,7 @@ _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result)
 	__atomic_store_n(&f->exiting, true, __ATOMIC_RELAXED);
 	XF_PROBE2(fiber__exit, f->id, xf__this_worker()->id);
 	xf__fls_destroy(f);
-	xf__pthread_fiber_exit(f);
+	xf__hooks_fiber_exit(f);
 	f->result = result;
 	if (f->flags & XF_FIBER_F_FIRST) {
 		/* As pthread_exit in main: the process ends when the rest has. */
@@ -454,7 +458,7 @@ void xf__fiber_finish(struct xf_fiber *f)
 		xf__wake(joiner);
 	count_up(&w->finished);
 	/* Without a fence this may miss a shutdown that started just now; the
-	 * shutdown looks again on its own soon after (runtime.c). */
+	 * shutdown looks again on its own soon after (runtime/runtime.c). */
 	if (unlikely(atomic_load_explicit(&xf__rt.shutdown_waiting, memory_order_relaxed))) {
 		atomic_thread_fence(memory_order_seq_cst);
 		if (xf__live_fibers() == 1 && xf__wait_claim(xf__rt.first, XF_WAIT_WOKEN))

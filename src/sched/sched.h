@@ -36,6 +36,7 @@
 
 #include "common/compiler.h"
 #include "preempt/preempt.h"
+#include "runtime/hooks.h"
 #include "xfiber.h"
 
 /* Internal symbols: direct, not GOT-indirect, access from within the library. */
@@ -411,7 +412,7 @@ struct xf__worker {
 struct xf__runtime {
 	_Atomic int running;
 	/* xf_shutdown has begun: plain threads may spawn no more (under the
-	 * lifecycle lock, runtime.c; fibers may, as the shutdown waits for
+	 * lifecycle lock, runtime/runtime.c; fibers may, as the shutdown waits for
 	 * them). */
 	bool closing;
 	unsigned nr_workers;
@@ -436,7 +437,7 @@ struct xf__runtime {
 	bool preempt_enabled;  /* the ticker runs */
 	bool misuse_returns;   /* a misuse returns its error rather than aborting */
 	uint64_t base_sigmask; /* the workers' signal mask (first 64 signals) */
-	uint32_t fork_gen;     /* forks from a fiber so far (runtime.c's fork_child) */
+	uint32_t fork_gen;     /* forks from a fiber so far (runtime/runtime.c's fork_child) */
 	pid_t pid;	       /* getpid() at xf_init: who the ticker's signals come from */
 	void *workers_alloc;   /* what `workers` points into (after a fork, not its start) */
 	bool ticker_pending;   /* a forked child starts its ticker at its first spawn */
@@ -453,7 +454,7 @@ void xf__world_wait(struct xf__worker *w);
 
 /* The runtime's start and stop lock, held while something reads its
  * workers from outside (a dump): hold returns whether it runs; release
- * either way (runtime.c). */
+ * either way (runtime/runtime.c). */
 bool xf__runtime_hold(void);
 void xf__runtime_release(void);
 
@@ -597,25 +598,12 @@ static inline void xf__spin_unlock(_Atomic uint32_t *l)
 	xf__preempt_enable();
 }
 
-/* --- fork() (fork.c) ---
+/* --- fork() (runtime/fork.c) ---
  * Around a fork the runtime's locks are taken (prepare) and released in
- * the parent, made new in the child, module by module, in one order. */
-enum xf__fork_phase { XF_FORK_PREPARE, XF_FORK_PARENT, XF_FORK_CHILD };
-
-static inline void xf__fork_mutex(pthread_mutex_t *m, enum xf__fork_phase phase)
-{
-	if (phase == XF_FORK_PREPARE)
-		pthread_mutex_lock(m);
-	else if (phase == XF_FORK_PARENT)
-		pthread_mutex_unlock(m);
-	else
-		pthread_mutex_init(m, NULL);
-}
-
+ * the parent, made new in the child: the runtime's own here, every other
+ * module's through its hook (runtime/hooks.h). */
 void xf__fork_handlers_register(void); /* once, at the first xf_init */
 void xf__runtime_fork(enum xf__fork_phase phase);
-void xf__stacks_fork(enum xf__fork_phase phase);
-void xf__arena_fork(enum xf__fork_phase phase);
 /* The child of a fork from fiber f keeps f's stack: it runs on it. */
 void xf__stack_keep(const struct xf__stack *s);
 
@@ -764,9 +752,6 @@ void xf__timer_arm(struct xf__worker *w, struct xf_fiber *f, uint64_t deadline_n
 void xf__timer_cancel(struct xf_fiber *f);
 void xf__timers_run(struct xf__worker *w);
 uint64_t xf__timers_next_deadline(struct xf__worker *w);
-
-/* At a fiber's exit: what sync/pthread.c kept for it. */
-void xf__pthread_fiber_exit(struct xf_fiber *f);
 
 /* Whether fibers are linked on ch's wait queues (sync/chan.c; tests). */
 bool xf__chan_has_waiters(xf_chan *ch);

@@ -38,6 +38,7 @@
 #include "preempt/preempt.h"
 #include "arch/context.h"
 #include "sched/sched.h"
+#include "runtime/hooks.h"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -433,10 +434,13 @@ void xf__stacks_stats(xf_stats *out)
 	pthread_mutex_unlock(&stacks.lock);
 }
 
-void xf__stacks_fork(enum xf__fork_phase phase)
+static void stacks_fork(enum xf__fork_phase phase)
 {
 	xf__fork_mutex(&stacks.lock, phase);
 }
+
+XF_HOOK(stacks_hook) = {
+    .module = "sched/stack", .fork_order = XF_FORK_ORDER_STACKS, .fork = stacks_fork};
 
 void xf__stack_keep(const struct xf__stack *s)
 {

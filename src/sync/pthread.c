@@ -72,6 +72,7 @@
 #include "preempt/preempt.h"
 #include "sched/runq.h"
 #include "sched/sched.h"
+#include "runtime/hooks.h"
 
 /* glibc's mutex kinds (nptl/pthreadP.h): the type, and the flags that make
  * the kernel track the owner. */
@@ -233,12 +234,15 @@ static void disown(struct xf_fiber *f, const void *lock)
 	}
 }
 
-void xf__pthread_fiber_exit(struct xf_fiber *f)
+/* A fiber ends: its table of thread-owned locks goes. */
+static void pthread_fiber_exit(struct xf_fiber *f)
 {
 	free(f->owned);
 	f->owned = NULL;
 	f->owned_nr = f->owned_cap = 0;
 }
+
+XF_HOOK(pthread_hook) = {.module = "sync/pthread", .fiber_exit = pthread_fiber_exit};
 
 /* Whether a lock whose owner field says `owner` is held by another fiber of
  * this thread. */

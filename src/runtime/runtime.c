@@ -22,6 +22,7 @@
 #include "sched/sanitizer.h"
 #include "sched/sched.h"
 #include "xstate/xstate.h"
+#include "runtime/hooks.h"
 
 /* Serialises xf_init and xf_shutdown against each other. */
 static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
@@ -325,9 +326,13 @@ int xf_init(const xf_config *cfg)
 		if (err)
 			return err;
 	}
+	/* By name, not through the hooks: the calls link each module's
+	 * replacements in from libxfiber.a (hooks.h). */
 	xf__pthread_interpose_resolve();
 	xf__sleep_interpose_resolve();
 	xf__poll_interpose_resolve();
+	xf__io_interpose_resolve();
+	xf__hooks_init();
 	xf__fork_handlers_register();
 	pthread_mutex_lock(&lifecycle);
 	if (atomic_load(&xf__rt.running) || xf__this_worker())
@@ -496,7 +501,7 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 	/* The first fiber is pinned to worker 0: this is worker 0's thread. */
 	w = xf__this_worker();
 	xf__fls_destroy(self);
-	xf__pthread_fiber_exit(self); /* its table of thread-owned locks (sync/pthread.c) */
+	xf__hooks_fiber_exit(self);
 	xf__overflow_handler_remove(w);
 	release_workers(xf__rt.nr_workers);
 	xf__poller_stop();

@@ -6,7 +6,7 @@
  * every worker's timer lock - are taken in this order before the fork (pthread_atfork's
  * prepare), so that the child never inherits one held by a thread that is
  * gone, and released after it in the parent and made new in the child,
- * whose runtime then keeps only the forking fiber (sched/runtime.c,
+ * whose runtime then keeps only the forking fiber (runtime/runtime.c,
  * fork_child).
  *
  * The handlers run inside the C library's fork() with its own atfork lock
@@ -19,6 +19,7 @@
 #include "io/io.h"
 #include "preempt/preempt.h"
 #include "sched/sched.h"
+#include "runtime/hooks.h"
 
 #define FORK_TEXT __attribute__((section("xf_nopreempt_text")))
 
@@ -47,11 +48,7 @@ static FORK_TEXT void prepare(void)
 		xf__runtime_fork(XF_FORK_PARENT);
 		return;
 	}
-	xf__safepoints_fork(XF_FORK_PREPARE);
-	xf__signal_fork(XF_FORK_PREPARE);
-	xf__stacks_fork(XF_FORK_PREPARE);
-	xf__arena_fork(XF_FORK_PREPARE);
-	xf__blocking_fork(XF_FORK_PREPARE);
+	xf__hooks_fork(XF_FORK_PREPARE); /* every module's, in its order */
 	timer_locks(XF_FORK_PREPARE);
 }
 
@@ -59,11 +56,7 @@ static FORK_TEXT void after(enum xf__fork_phase phase)
 {
 	if (took) {
 		timer_locks(phase);
-		xf__blocking_fork(phase);
-		xf__arena_fork(phase);
-		xf__stacks_fork(phase);
-		xf__signal_fork(phase);
-		xf__safepoints_fork(phase);
+		xf__hooks_fork(phase); /* in the reverse order */
 		xf__runtime_fork(phase);
 	}
 	/* Not yet: a preemption taken here would happen inside fork(). */
