@@ -1,0 +1,379 @@
+/*
+ * pthread_mutex.c - pthread mutexes, condition variables and rwlocks
+ * waited for by fibers (the rule: sync/pthread.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/interpose.h"
+#include "sync/pthread_wait.h"
+
+/* --- mutexes --- */
+
+static int mutex_kind(const pthread_mutex_t *m)
+{
+	return __atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED);
+}
+
+/* Recursive, error-checking, robust and priority mutexes compare their
+ * owner's thread id with the caller's. */
+static bool mutex_thread_owned(const pthread_mutex_t *m)
+{
+	int kind = mutex_kind(m);
+
+	return (kind & MUTEX_TYPE_MASK) == PTHREAD_MUTEX_RECURSIVE_NP ||
+	       (kind & MUTEX_TYPE_MASK) == PTHREAD_MUTEX_ERRORCHECK_NP ||
+	       (kind & (MUTEX_ROBUST | MUTEX_PRIO_INHERIT | MUTEX_PRIO_PROTECT));
+}
+
+static bool mutex_held_here(struct xf_fiber *f, const void *lock)
+{
+	const pthread_mutex_t *m = lock;
+
+	return held_here_by_another(
+	    f, __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) & FUTEX_TID_MASK, lock);
+}
+
+XF_INTERPOSE(int, pthread_mutex_trylock, (pthread_mutex_t * m));
+
+/* A trylock that another fiber of this thread cannot slip into between the
+ * look at the owner and the lock (a recursive mutex would count it in). */
+static int mutex_try(struct xf_fiber *f, pthread_mutex_t *m)
+{
+	int err = EBUSY;
+
+	/* Only a lock the thread owns is recorded: a normal one never takes
+	 * this room, and an allocator's own normal mutex (jemalloc's) must not
+	 * allocate inside its malloc. */
+	if (mutex_thread_owned(m))
+		own_reserve(f);
+	xf__preempt_disable();
+	if (!mutex_held_here(f, m))
+		err = XF_REAL(pthread_mutex_trylock)(m);
+	if (!err && mutex_thread_owned(m))
+		own_locked(f, m);
+	xf__preempt_enable();
+	return err;
+}
+
+/* Locks m for fiber f by tries while it must wait as a fiber, then - a
+ * normal mutex, nothing else ready - by `block` in the kernel. */
+#define MUTEX_LOCK(f, m, deadline, block)                                                          \
+	({                                                                                         \
+		int err_;                                                                          \
+		for (;;) {                                                                         \
+			if (owns(f, m)) { /* again: recursion, or EDEADLK */                       \
+				err_ = (block);                                                    \
+				break;                                                             \
+			}                                                                          \
+			if (mutex_thread_owned(m) || others_ready() || mutex_held_here(f, m)) {    \
+				err_ = mutex_try(f, m);                                            \
+				if (err_ != EBUSY)                                                 \
+					break;                                                     \
+				err_ = xf__lock_wait_round(f, (deadline));                                  \
+				if (err_)                                                          \
+					break;                                                     \
+				continue;                                                          \
+			}                                                                          \
+			err_ = BLOCKING(f, XF_BLOCKING_AT_WAIT, block);                            \
+			break;                                                                     \
+		}                                                                                  \
+		if (!err_)                                                                         \
+			progress(f);                                                               \
+		err_;                                                                              \
+	})
+
+/* With preemption disabled, a mutex another fiber of this thread holds
+ * would never be released: that fiber cannot run again before this one
+ * switches.  The misuse is reported, not turned into a hang. */
+static int misuse_if_held_here(pthread_mutex_t *m, const char *what)
+{
+	struct xf_fiber *f = xf__self();
+
+	if (f && !owns(f, m) && mutex_held_here(f, m))
+		return xf__misuse_preempt_disabled(what);
+	return 0;
+}
+
+XF_INTERPOSE(int, pthread_mutex_lock, (pthread_mutex_t * m))
+{
+	struct xf_fiber *f = xf__self_may_wait();
+	int err;
+
+	if (!f) {
+		if (xf__self() && (err = misuse_if_held_here(m, "pthread_mutex_lock")))
+			return err;
+		return XF_REAL(pthread_mutex_lock)(m);
+	}
+	/* The common case first: free, and nobody of this thread in the way. */
+	if (!mutex_thread_owned(m) && XF_REAL(pthread_mutex_trylock)(m) == 0)
+		return 0;
+	return MUTEX_LOCK(f, m, 0, XF_REAL(pthread_mutex_lock)(m));
+}
+
+XF_INTERPOSE(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *t))
+{
+	struct xf_fiber *f = xf__self_may_wait();
+
+	if (!f)
+		return XF_REAL(pthread_mutex_timedlock)(m, t);
+	return MUTEX_LOCK(f, m, xf__lock_deadline_of(CLOCK_REALTIME, t),
+			  XF_REAL(pthread_mutex_timedlock)(m, t));
+}
+
+XF_INTERPOSE(int, pthread_mutex_clocklock,
+	     (pthread_mutex_t * m, clockid_t c, const struct timespec *t))
+{
+	struct xf_fiber *f = xf__self_may_wait();
+
+	if (!f)
+		return XF_REAL(pthread_mutex_clocklock)(m, c, t);
+	return MUTEX_LOCK(f, m, xf__lock_deadline_of(c, t), XF_REAL(pthread_mutex_clocklock)(m, c, t));
+}
+
+XF_INTERPOSE(int, pthread_mutex_trylock, (pthread_mutex_t * m))
+{
+	struct xf_fiber *f = xf__self_may_wait();
+
+	if (!f)
+		return XF_REAL(pthread_mutex_trylock)(m);
+	return owns(f, m) ? XF_REAL(pthread_mutex_trylock)(m) : mutex_try(f, m);
+}
+
+XF_INTERPOSE(int, pthread_mutex_unlock, (pthread_mutex_t * m));
+
+static int mutex_unlock(struct xf_fiber *f, pthread_mutex_t *m)
+{
+	int err;
+
+	/* Another fiber's lock, which glibc would take for ours. */
+	if (!owns(f, m) && mutex_held_here(f, m))
+		return EPERM;
+	err = XF_REAL(pthread_mutex_unlock)(m);
+	if (!err && (__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) & FUTEX_TID_MASK) !=
+			my_tid())
+		disown(f, m); /* released, not just one level of recursion */
+	return err;
+}
+
+XF_INTERPOSE(int, pthread_mutex_unlock, (pthread_mutex_t * m))
+{
+	struct xf_fiber *f = xf__self_may_wait();
+
+	progress(f);
+	/* The common case first: a normal mutex, whose unlock needs nothing. */
+	if (!f || !mutex_thread_owned(m))
+		return XF_REAL(pthread_mutex_unlock)(m);
+	return mutex_unlock(f, m);
+}
+
+/* --- condition variables --- */
+
+/* A wait while other fibers of this worker are ready, or on a mutex its
+ * thread owns: their turn first, then a spurious wake-up with the mutex
+ * held again; ETIMEDOUT past deadline_ns. */
+static int cond_wait_round(struct xf_fiber *f, pthread_mutex_t *m, uint64_t deadline_ns)
+{
+	int err = mutex_thread_owned(m) ? mutex_unlock(f, m) : XF_REAL(pthread_mutex_unlock)(m);
+	uint32_t polls;
+
+	if (err)
+		return err;
+	err = xf__lock_wait_round(f, deadline_ns);
+	polls = f->polls; /* the lock again is no progress of the wait's */
+	MUTEX_LOCK(f, m, 0, XF_REAL(pthread_mutex_lock)(m));
+	f->polls = polls;
+	if (!err && deadline_ns && xf__now_ns() >= deadline_ns)
+		err = ETIMEDOUT;
+	return err;
+}
+
+#define COND_WAIT(c, m, deadline, block)                                                           \
+	({                                                                                         \
+		struct xf_fiber *f = xf__self_may_wait();                                                      \
+		int err_;                                                                          \
+		if (!f)                                                                            \
+			err_ = (block);                                                            \
+		else if (others_ready() || mutex_thread_owned(m))                                  \
+			err_ = cond_wait_round(f, (m), (deadline));                                \
+		else                                                                               \
+			err_ = BLOCKING(f, XF_BLOCKING_AT_WAIT, block);                            \
+		err_;                                                                              \
+	})
+
+XF_INTERPOSE(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m))
+{
+	return COND_WAIT(c, m, 0, XF_REAL_VERSION(pthread_cond_wait, "GLIBC_2.3.2")(c, m));
+}
+
+XF_INTERPOSE(int, pthread_cond_timedwait,
+	     (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t))
+{
+	return COND_WAIT(c, m, xf__lock_deadline_of(CLOCK_REALTIME, t),
+			 XF_REAL_VERSION(pthread_cond_timedwait, "GLIBC_2.3.2")(c, m, t));
+}
+
+XF_INTERPOSE(int, pthread_cond_clockwait,
+	     (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clk, const struct timespec *t))
+{
+	return COND_WAIT(c, m, xf__lock_deadline_of(clk, t),
+			 XF_REAL(pthread_cond_clockwait)(c, m, clk, t));
+}
+
+/* Signalling may wait too: for the waiters of the group it closes to leave
+ * it, with the condition variable's internal lock held - which only other
+ * calls on it wait for, all of them marked. */
+XF_INTERPOSE(int, pthread_cond_signal, (pthread_cond_t * c))
+{
+	struct xf_fiber *f = xf__self_may_wait();
+
+	progress(f);
+	return BLOCKING(f, XF_BLOCKING_AT_WAIT,
+			XF_REAL_VERSION(pthread_cond_signal, "GLIBC_2.3.2")(c));
+}
+
+XF_INTERPOSE(int, pthread_cond_broadcast, (pthread_cond_t * c))
+{
+	struct xf_fiber *f = xf__self_may_wait();
+
+	progress(f);
+	return BLOCKING(f, XF_BLOCKING_AT_WAIT,
+			XF_REAL_VERSION(pthread_cond_broadcast, "GLIBC_2.3.2")(c));
+}
+
+/* --- rwlocks --- */
+
+static bool rwlock_held_here(struct xf_fiber *f, const void *lock)
+{
+	const pthread_rwlock_t *rw = lock;
+
+	return held_here_by_another(
+	    f, __atomic_load_n(&rw->__data.__cur_writer, __ATOMIC_RELAXED), lock);
+}
+
+/* Tries while it must wait as a fiber, then blocks; an EDEADLK from glibc
+ * when another fiber of this thread took the write side meanwhile is only
+ * another round. */
+#define RWLOCK(rw, deadline, write, try, block)                                                   \
+	({                                                                                         \
+		struct xf_fiber *f = xf__self_may_wait();                                                      \
+		int err_;                                                                          \
+		for (;;) {                                                                         \
+			if (!f) {                                                                  \
+				err_ = (block);                                                    \
+				break;                                                             \
+			}                                                                          \
+			if (rwlock_held_here(f, rw) || others_ready()) {                           \
+				err_ = rwlock_held_here(f, rw) ? EBUSY : (try);                    \
+			} else {                                                                   \
+				err_ = BLOCKING(f, XF_BLOCKING_AT_WAIT, block);                    \
+				if (err_ == EDEADLK && !owns(f, rw))                               \
+					err_ = EBUSY;                                              \
+			}                                                                          \
+			if (err_ != EBUSY || (err_ = xf__lock_wait_round(f, (deadline))))                   \
+				break;                                                             \
+		}                                                                                  \
+		if (!err_ && f && (write))                                                         \
+			own(f, (rw));                                                              \
+		if (!err_)                                                                         \
+			progress(f);                                                               \
+		err_;                                                                              \
+	})
+
+XF_INTERPOSE(int, pthread_rwlock_rdlock, (pthread_rwlock_t * rw))
+{
+	return RWLOCK(rw, 0, false, pthread_rwlock_tryrdlock(rw), XF_REAL(pthread_rwlock_rdlock)(rw));
+}
+
+XF_INTERPOSE(int, pthread_rwlock_wrlock, (pthread_rwlock_t * rw))
+{
+	return RWLOCK(rw, 0, true, pthread_rwlock_trywrlock(rw), XF_REAL(pthread_rwlock_wrlock)(rw));
+}
+
+XF_INTERPOSE(int, pthread_rwlock_timedrdlock, (pthread_rwlock_t * rw, const struct timespec *t))
+{
+	return RWLOCK(rw, xf__lock_deadline_of(CLOCK_REALTIME, t), false, pthread_rwlock_tryrdlock(rw),
+		      XF_REAL(pthread_rwlock_timedrdlock)(rw, t));
+}
+
+XF_INTERPOSE(int, pthread_rwlock_timedwrlock, (pthread_rwlock_t * rw, const struct timespec *t))
+{
+	return RWLOCK(rw, xf__lock_deadline_of(CLOCK_REALTIME, t), true, pthread_rwlock_trywrlock(rw),
+		      XF_REAL(pthread_rwlock_timedwrlock)(rw, t));
+}
+
+XF_INTERPOSE(int, pthread_rwlock_clockrdlock,
+	     (pthread_rwlock_t * rw, clockid_t c, const struct timespec *t))
+{
+	return RWLOCK(rw, xf__lock_deadline_of(c, t), false, pthread_rwlock_tryrdlock(rw),
+		      XF_REAL(pthread_rwlock_clockrdlock)(rw, c, t));
+}
+
+XF_INTERPOSE(int, pthread_rwlock_clockwrlock,
+	     (pthread_rwlock_t * rw, clockid_t c, const struct timespec *t))
+{
+	return RWLOCK(rw, xf__lock_deadline_of(c, t), true, pthread_rwlock_trywrlock(rw),
+		      XF_REAL(pthread_rwlock_clockwrlock)(rw, c, t));
+}
+
+XF_INTERPOSE(int, pthread_rwlock_trywrlock, (pthread_rwlock_t * rw))
+{
+	struct xf_fiber *f = xf__self_may_wait();
+	int err;
+
+	if (!f)
+		return XF_REAL(pthread_rwlock_trywrlock)(rw);
+	/* The write side and its record together, as mutex_try does. */
+	own_reserve(f);
+	xf__preempt_disable();
+	err = XF_REAL(pthread_rwlock_trywrlock)(rw);
+	if (!err)
+		own_locked(f, rw);
+	xf__preempt_enable();
+	return err;
+}
+
+XF_INTERPOSE(int, pthread_rwlock_unlock, (pthread_rwlock_t * rw))
+{
+	struct xf_fiber *f = xf__self_may_wait();
+	bool writer = f && owns(f, rw);
+	int err;
+
+	/* glibc takes a write unlock for a read unlock when another fiber of
+	 * this thread is the writer. */
+	if (f && !writer && rwlock_held_here(f, rw))
+		return EPERM;
+	err = XF_REAL(pthread_rwlock_unlock)(rw);
+	if (!err && writer)
+		disown(f, rw);
+	return err;
+}
+
+/* xf_init, through xf__pthread_interpose_resolve: every definition replaced
+ * here found once, in advance (and this file linked in from the static
+ * library). */
+void xf__pthread_mutex_resolve(void)
+{
+	(void)XF_REAL(pthread_mutex_lock);
+	(void)XF_REAL(pthread_mutex_timedlock);
+	(void)XF_REAL(pthread_mutex_clocklock);
+	(void)XF_REAL(pthread_mutex_trylock);
+	(void)XF_REAL(pthread_mutex_unlock);
+	(void)XF_REAL_VERSION(pthread_cond_wait, "GLIBC_2.3.2");
+	(void)XF_REAL_VERSION(pthread_cond_timedwait, "GLIBC_2.3.2");
+	(void)XF_REAL(pthread_cond_clockwait);
+	(void)XF_REAL_VERSION(pthread_cond_signal, "GLIBC_2.3.2");
+	(void)XF_REAL_VERSION(pthread_cond_broadcast, "GLIBC_2.3.2");
+	(void)XF_REAL(pthread_rwlock_rdlock);
+	(void)XF_REAL(pthread_rwlock_wrlock);
+	(void)XF_REAL(pthread_rwlock_timedrdlock);
+	(void)XF_REAL(pthread_rwlock_timedwrlock);
+	(void)XF_REAL(pthread_rwlock_clockrdlock);
+	(void)XF_REAL(pthread_rwlock_clockwrlock);
+	(void)XF_REAL(pthread_rwlock_trywrlock);
+	(void)XF_REAL(pthread_rwlock_unlock);
+}
