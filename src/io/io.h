@@ -216,6 +216,11 @@ void xf__blocking_cancel(struct xf_fiber *f);
 void xf__poller_fork_child(void);
 void xf__poller_release(void);
 
+/* The C library's descriptor and readiness calls made from fibers (ops.c,
+ * poll.c; common/interpose.h), resolved at xf_init. */
+void xf__io_interpose_resolve(void);
+void xf__poll_interpose_resolve(void);
+
 #pragma GCC visibility pop
 
 #endif

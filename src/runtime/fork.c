@@ -20,6 +20,7 @@
 #include "preempt/preempt.h"
 #include "sched/sched.h"
 #include "runtime/hooks.h"
+#include "runtime/runtime.h"
 
 #define FORK_TEXT __attribute__((section("xf_nopreempt_text")))
 

@@ -21,8 +21,10 @@
 #include "sched/runq.h"
 #include "sched/sanitizer.h"
 #include "sched/sched.h"
+#include "sync/sync.h"
 #include "xstate/xstate.h"
 #include "runtime/hooks.h"
+#include "runtime/runtime.h"
 
 /* Serialises xf_init and xf_shutdown against each other. */
 static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;

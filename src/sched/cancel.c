@@ -45,6 +45,7 @@
 
 #include "io/io.h"
 #include "sched/runq.h"
+#include "runtime/runtime.h"
 #include "sched/sched.h"
 
 _Atomic unsigned xf__cancellers;

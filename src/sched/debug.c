@@ -51,6 +51,7 @@
 #include <unwind.h>
 
 #include "arch/context.h"
+#include "runtime/runtime.h"
 #include "sched/sched.h"
 
 _Atomic uint32_t xf__world_stopped;

@@ -32,6 +32,7 @@
 #include "sched/sched.h"
 #include "xstate/xstate.h"
 #include "runtime/hooks.h"
+#include "runtime/runtime.h"
 
 #define JOINER_DONE	((struct xf_fiber *)1)
 #define JOINER_DETACHED ((struct xf_fiber *)2)

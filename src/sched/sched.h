@@ -452,12 +452,6 @@ extern _Atomic uint32_t xf__world_stopped;
  * in_switch is clear meanwhile and set again on return. */
 void xf__world_wait(struct xf__worker *w);
 
-/* The runtime's start and stop lock, held while something reads its
- * workers from outside (a dump): hold returns whether it runs; release
- * either way (runtime/runtime.c). */
-bool xf__runtime_hold(void);
-void xf__runtime_release(void);
-
 /* The thread that dumps on XFIBER_DUMP_SIGNAL, if the variable names one
  * (debug.c): started by xf_init, stopped by xf_shutdown. */
 void xf__dump_signal_start(void);
@@ -598,12 +592,6 @@ static inline void xf__spin_unlock(_Atomic uint32_t *l)
 	xf__preempt_enable();
 }
 
-/* --- fork() (runtime/fork.c) ---
- * Around a fork the runtime's locks are taken (prepare) and released in
- * the parent, made new in the child: the runtime's own here, every other
- * module's through its hook (runtime/hooks.h). */
-void xf__fork_handlers_register(void); /* once, at the first xf_init */
-void xf__runtime_fork(enum xf__fork_phase phase);
 /* The child of a fork from fiber f keeps f's stack: it runs on it. */
 void xf__stack_keep(const struct xf__stack *s);
 
@@ -753,10 +741,8 @@ void xf__timer_cancel(struct xf_fiber *f);
 void xf__timers_run(struct xf__worker *w);
 uint64_t xf__timers_next_deadline(struct xf__worker *w);
 
-/* Whether fibers are linked on ch's wait queues (sync/chan.c; tests). */
-bool xf__chan_has_waiters(xf_chan *ch);
-
-/* Wait queues (sync/waitq.c). */
+/* Wait queues (waitq.c): the one primitive every blocking object of
+ * sync/ and io/ waits on. */
 void xf__waitq_push(xf__waitq *q, struct xf_fiber *f);
 void xf__waitq_remove(xf__waitq *q, struct xf_fiber *f);
 struct xf_fiber *xf__waitq_claim(xf__waitq *q, int state);
@@ -798,12 +784,9 @@ void xf__fls_destroy(struct xf_fiber *f);
 _Noreturn void xf__fiber_main(struct xf_fiber *f, struct xf__worker *w, uintptr_t prev);
 _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result);
 
-/* The C library calls made from fibers that the runtime replaces
- * (common/interpose.h), resolved at xf_init. */
-void xf__pthread_interpose_resolve(void); /* sync/pthread.c */
-void xf__sleep_interpose_resolve(void);	  /* sched/sleep.c */
-void xf__poll_interpose_resolve(void);	  /* io/poll.c */
-void xf__io_interpose_resolve(void);	  /* io/ops.c */
+/* The sleeps made from fibers that the runtime replaces (sleep.c;
+ * common/interpose.h), resolved at xf_init. */
+void xf__sleep_interpose_resolve(void);
 /* Whether the EINTR a C library call returned came from the runtime's own
  * signal alone, given the calling fiber's preempt_signals and
  * xf__signal_app_count() before the call (sched/sleep.c). */

@@ -20,6 +20,7 @@
 
 #include "common/copy.h"
 #include "sched/sched.h"
+#include "sync/sync.h"
 
 struct xf_chan {
 	_Atomic uint32_t lock;

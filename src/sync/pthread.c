@@ -64,6 +64,7 @@
 
 #include "runtime/hooks.h"
 #include "sync/pthread_wait.h"
+#include "sync/sync.h"
 
 #define WAIT_YIELDS	   32		/* yields in a row, then sleeps */
 #define WAIT_SLEEP_MIN_NS  (10 * 1000)

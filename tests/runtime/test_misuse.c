@@ -30,6 +30,7 @@
 
 #include "preempt/preempt.h"
 #include "sched/sched.h"
+#include "sync/sync.h"
 #include "testlib.h"
 #include "xfiber.h"
 
