@@ -433,6 +433,8 @@ void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events)
 	if (bits & EPOLLOUT)
 		__atomic_store_n(&e->gen_out, e->gen_out + 1, __ATOMIC_RELEASE);
 	e->drained &= ~bits;
+	if (bits & EPOLLIN)
+		e->short_marked = false;
 	woken = claim_waiters(e, bits, XF_WAIT_WOKEN, bits, &taken);
 	xf__spin_unlock(&e->lock);
 	xf__wake_list(woken);
@@ -448,12 +450,33 @@ void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events)
  * seen: a read stops short before the FIN or the urgent byte with more to
  * read, and no new event comes for what is already there.  Only a
  * registered entry: an event is then sure to follow new data.
+ *
+ * One short read the kernel cannot tell from these: a buffer that faults
+ * part of the way (tcp_recvmsg returns the bytes before the faulting skb,
+ * the rest stays queued).  Passing one is the caller's bug, but the
+ * blocking read would still return the rest next time; so a mark made
+ * here is trusted for XF_SHORT_READ_TRUST_NS only (ops.c's run_at), then
+ * the read tries - an idle connection pays one wake-up for it, once per
+ * quiet spell.
  */
 void xf__fd_read_short(struct xf__fd *e, uint64_t gen)
 {
 	xf__spin_lock(&e->lock);
-	if (e->registered && !e->closing && !e->read_end_seen && !gen_moved(e, EPOLLIN, gen))
+	if (e->registered && !e->closing && !e->read_end_seen && !gen_moved(e, EPOLLIN, gen) &&
+	    !(e->drained & EPOLLIN)) {
 		e->drained |= EPOLLIN;
+		e->short_marked = true;
+	}
+	xf__spin_unlock(&e->lock);
+}
+
+void xf__fd_short_untrust(struct xf__fd *e)
+{
+	xf__spin_lock(&e->lock);
+	if (e->short_marked) {
+		e->drained &= ~EPOLLIN;
+		e->short_marked = false;
+	}
 	xf__spin_unlock(&e->lock);
 }
 
@@ -492,6 +515,7 @@ void xf__fd_retire(struct xf__fd *e, int fd)
 	registered = e->registered;
 	e->registered = false;
 	e->drained = 0;
+	e->short_marked = false;
 	woken = claim_waiters(e, EPOLLIN | EPOLLOUT, XF_WAIT_CLOSED, 0, &taken);
 	xf__spin_unlock(&e->lock);
 	xf__wake_list(woken);
@@ -507,7 +531,7 @@ void xf__fd_retire(struct xf__fd *e, int fd)
 	e->so_rcvtimeo_ns = e->so_sndtimeo_ns = 0;
 	e->pending_err = 0;
 	e->nonblock_ours = false;
-	e->tcp_stream = e->read_end_seen = false;
+	e->tcp_stream = e->read_end_seen = e->short_marked = false;
 	__atomic_store_n(&e->closing, false, __ATOMIC_RELEASE);
 }
 
@@ -563,6 +587,7 @@ void xf__fds_reset(void)
 		for (unsigned i = 0; chunk && i < XF_FD_CHUNK; i++) {
 			chunk[i].registered = false;
 			chunk[i].drained = 0;
+			chunk[i].short_marked = false;
 			chunk[i].seq++;
 			chunk[i].waiters = NULL; /* a forked child's: the parent's fibers */
 		}

@@ -82,6 +82,8 @@ struct xf__fd {
 	bool tcp_stream;       /* a TCP stream socket: a short read empties it */
 	bool read_end_seen;    /* EPOLLRDHUP, EPOLLHUP, EPOLLERR or EPOLLPRI came: a
 				* short read no longer says the queue is empty */
+	bool short_marked;     /* drained's EPOLLIN came from a short read, not an
+				* EAGAIN: trusted for XF_SHORT_READ_TRUST_NS */
 	uint32_t gen_in, gen_out; /* events handed to the entry, per direction */
 	uint32_t drained;	  /* directions whose last try found EAGAIN, with no
 				   * event since: the next call waits at once */
@@ -111,6 +113,13 @@ void xf__fd_leave(struct xf__fd *e);
  * that began at event count gen: the next read waits without trying, if
  * that is still right (fd.c). */
 void xf__fd_read_short(struct xf__fd *e, uint64_t gen);
+/* A wait that trusted a short read's mark timed out: the next read tries. */
+void xf__fd_short_untrust(struct xf__fd *e);
+
+/* How long a read waits on a short read's word alone before it tries
+ * anyway: a read whose buffer faulted part of the way also stops short,
+ * with bytes still queued and no event to come (fd.c). */
+#define XF_SHORT_READ_TRUST_NS (50 * 1000 * 1000)
 
 /* Classifies fd (fstat), once. */
 enum xf__fd_kind xf__fd_kind(struct xf__fd *e, int fd);

@@ -93,12 +93,18 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 	}
 	for (;;) {
 		uint64_t gen = xf__fd_gen(e); /* before the try: see xf__fd_wait */
+		uint64_t until;
+		bool on_trust = false; /* waits on a short read's word alone */
 
-		if ((kind == XF_FD_POLLABLE && !ready_now(fd, events)) ||
-		    (!once && xf__fd_drained(e, events)))
+		if (kind == XF_FD_POLLABLE && !ready_now(fd, events)) {
+			r = -1, xf__errno_set(EAGAIN);
+		} else if (!once && xf__fd_drained(e, events)) {
 			r = -1, xf__errno_set(EAGAIN); /* known not ready: straight to the wait */
-		else
+			on_trust = (events & EPOLLIN) &&
+				   __atomic_load_n(&e->short_marked, __ATOMIC_RELAXED);
+		} else {
 			r = attempt(fd, kind, op);
+		}
 		if (r > 0 && (size_t)r < want && e->tcp_stream)
 			xf__fd_read_short(e, gen);
 		if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK) || once)
@@ -113,7 +119,18 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 					    : deadline;
 			timed = true;
 		}
-		err = xf__fd_wait(e, fd, events, wait_deadline, gen);
+		until = wait_deadline;
+		if (on_trust) {
+			uint64_t trust = xf__now_ns() + XF_SHORT_READ_TRUST_NS;
+
+			if (!until || trust < until)
+				until = trust;
+		}
+		err = xf__fd_wait(e, fd, events, until, gen);
+		if (err == ETIMEDOUT && until != wait_deadline) {
+			xf__fd_short_untrust(e); /* then try: see xf__fd_read_short */
+			continue;
+		}
 		if (err == ETIMEDOUT && so_deadline && wait_deadline == so_deadline)
 			err = EAGAIN; /* the socket's own timeout, as the blocking call says */
 		if (err) {
