@@ -1,6 +1,7 @@
 /*
  * hooks.c - the walk over every module's XF_HOOK (hooks.h).
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -40,12 +41,24 @@ void xf__hooks_fork(enum xf__fork_phase phase)
 	}
 }
 
+static void hooks_gather(void)
+{
+	unsigned n = 0;
+
+	for (const struct xf__hook *h = __start_xf_hooks; h < __stop_xf_hooks; h++)
+		if (h->fiber_exit && n < EXIT_HOOKS_MAX)
+			exit_hooks[n++] = h->fiber_exit;
+	nr_exit_hooks = n;
+}
+
+/* Once per process: the modules linked in never change, and an xf_init
+ * that will fail with EBUSY runs beside fibers that exit (a reviewer's
+ * init_race leaked their tables while the array was refilled). */
 void xf__hooks_init(void)
 {
-	nr_exit_hooks = 0;
-	for (const struct xf__hook *h = __start_xf_hooks; h < __stop_xf_hooks; h++)
-		if (h->fiber_exit && nr_exit_hooks < EXIT_HOOKS_MAX)
-			exit_hooks[nr_exit_hooks++] = h->fiber_exit;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, hooks_gather);
 }
 
 void xf__hooks_fiber_exit(struct xf_fiber *f)

@@ -66,8 +66,8 @@ static inline void xf__fork_mutex(pthread_mutex_t *m, enum xf__fork_phase phase)
 /* runtime/hooks.c: every module's fork hook for phase, in its order. */
 void xf__hooks_fork(enum xf__fork_phase phase);
 
-/* Every module's fiber_exit hook; resolved once, at the first xf_init,
- * into a short array (a fiber's exit is on the spawn path). */
+/* Every module's fiber_exit hook; gathered once per process, at the first
+ * xf_init, into a short array (a fiber's exit is on the spawn path). */
 void xf__hooks_fiber_exit(struct xf_fiber *f);
 void xf__hooks_init(void);
 
