@@ -79,16 +79,17 @@ struct xf__fd {
 	bool registered;       /* in the epoll set, with `seq` */
 	bool closing;	       /* xf_close under way: new calls fail with EBADF */
 	bool nonblock_ours;    /* we set O_NONBLOCK (a listening socket) */
-	bool tcp_stream;       /* a TCP stream socket: a short read empties it */
-	bool read_end_seen;    /* EPOLLRDHUP, EPOLLHUP, EPOLLERR or EPOLLPRI came: a
-				* short read no longer says the queue is empty */
-	bool short_marked;     /* drained's EPOLLIN came from a short read, not an
-				* EAGAIN: trusted for XF_SHORT_READ_TRUST_NS */
 	uint32_t gen_in, gen_out; /* events handed to the entry, per direction */
 	uint32_t drained;	  /* directions whose last try found EAGAIN, with no
 				   * event since: the next call waits at once */
 	struct xf__io_waiter *waiters;
 	_Atomic uint32_t inflight; /* xf_ calls using the number right now */
+	/* In the padding after inflight: the entry stays 80 bytes. */
+	bool tcp_stream;       /* a TCP stream socket: a short read empties it */
+	bool read_end_seen;    /* EPOLLRDHUP, EPOLLHUP, EPOLLERR or EPOLLPRI came: a
+				* short read no longer says the queue is empty */
+	bool short_marked;     /* drained's EPOLLIN came from a short read, not an
+				* EAGAIN: trusted for XF_SHORT_READ_TRUST_NS */
 	uint64_t read_timeout_ns, write_timeout_ns; /* xf_fd_set_timeout; 0 = none */
 	/* A socket's SO_RCVTIMEO and SO_SNDTIMEO, as the program set them
 	 * (read when the socket is classified, kept by setsockopt): a blocking
