@@ -473,11 +473,17 @@ void xf__fd_read_short(struct xf__fd *e, uint64_t gen)
 void xf__fd_short_untrust(struct xf__fd *e)
 {
 	xf__spin_lock(&e->lock);
-	if (e->short_marked) {
-		e->drained &= ~EPOLLIN;
-		e->short_marked = false;
-	}
+	e->drained &= ~EPOLLIN; /* at worst one try more */
+	e->short_marked = false;
 	xf__spin_unlock(&e->lock);
+}
+
+void xf__fd_urgent_taken(int fd)
+{
+	struct xf__fd *e = xf__fd_peek(fd);
+
+	if (e)
+		__atomic_store_n(&e->read_end_seen, true, __ATOMIC_RELAXED);
 }
 
 /* Waits for the calls using e's number to leave: from a fiber by

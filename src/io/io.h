@@ -116,6 +116,9 @@ void xf__fd_leave(struct xf__fd *e);
 void xf__fd_read_short(struct xf__fd *e, uint64_t gen);
 /* A wait that trusted a short read's mark timed out: the next read tries. */
 void xf__fd_short_untrust(struct xf__fd *e);
+/* The program takes fd's urgent byte (MSG_OOB): perhaps before the poller
+ * saw EPOLLPRI, which a read stopped at the mark then no longer reports. */
+void xf__fd_urgent_taken(int fd);
 
 /* How long a read waits on a short read's word alone before it tries
  * anyway: a read whose buffer faulted part of the way also stops short,

@@ -94,16 +94,25 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 	for (;;) {
 		uint64_t gen = xf__fd_gen(e); /* before the try: see xf__fd_wait */
 		uint64_t until;
-		bool on_trust = false; /* waits on a short read's word alone */
+		bool on_trust = false; /* a wait that may be wrong: bounded (io.h) */
 
 		if (kind == XF_FD_POLLABLE && !ready_now(fd, events)) {
 			r = -1, xf__errno_set(EAGAIN);
 		} else if (!once && xf__fd_drained(e, events)) {
 			r = -1, xf__errno_set(EAGAIN); /* known not ready: straight to the wait */
 			on_trust = (events & EPOLLIN) &&
-				   __atomic_load_n(&e->short_marked, __ATOMIC_RELAXED);
+				   (__atomic_load_n(&e->short_marked, __ATOMIC_RELAXED) ||
+				    (e->tcp_stream &&
+				     __atomic_load_n(&e->read_end_seen, __ATOMIC_RELAXED)));
 		} else {
 			r = attempt(fd, kind, op);
+			/* A TCP read at an urgent mark finds EAGAIN while a signal
+			 * is pending - a preemption tick - with bytes queued
+			 * behind the mark, and no event comes for them: where
+			 * urgent data was seen, an EAGAIN is trusted no longer
+			 * than a short read. */
+			on_trust = r < 0 && (events & EPOLLIN) && e->tcp_stream &&
+				   __atomic_load_n(&e->read_end_seen, __ATOMIC_RELAXED);
 		}
 		if (r > 0 && (size_t)r < want && e->tcp_stream)
 			xf__fd_read_short(e, gen);
@@ -377,6 +386,9 @@ static ssize_t whole_call(int fd, struct msghdr *msg, int flags, bool write, att
 			  void *op, size_t control_len)
 {
 	uint64_t start_ns = 0; /* read if the first part waits */
+
+	if (!write && (flags & MSG_OOB))
+		xf__fd_urgent_taken(fd);
 	/* A peek leaves the bytes where they were: its length says nothing. */
 	size_t want = write || (flags & MSG_PEEK) ? 0 : iov_total(msg->msg_iov, (int)msg->msg_iovlen);
 	ssize_t r = run_at(fd, write ? EPOLLOUT : EPOLLIN, attempt, op, flags & MSG_DONTWAIT,

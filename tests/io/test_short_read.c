@@ -7,11 +7,15 @@
  * the next read waiting for an event that never comes, which the read
  * timeout turns into a failure.
  *
- * usage: test_short_read fin|urgent|efault|pingpong
+ * usage: test_short_read fin|urgent|urgent_taken|efault|pingpong
  *   fin       "hello" and the end of the stream together: the first read
  *             stops short before the FIN, the next must return 0 at once
  *   urgent    "abc", an urgent byte, "def": the first read stops short at
  *             the urgent mark; the rest must still come without more data
+ *   urgent_taken  the same, but the program takes the urgent byte with
+ *             MSG_OOB before the poller collects the event, which then
+ *             says EPOLLIN alone; the read stopped at the mark must not be
+ *             taken for "empty" (a reviewer's case)
  *   efault    a readv whose second buffer is read-only, with more queued
  *             than the first holds: the kernel stops short before the skb
  *             that faults and keeps the rest; the next, valid, read must
@@ -200,6 +204,45 @@ static void efault(void)
 	munmap(ro, 4096);
 }
 
+static void urgent_taken(void)
+{
+	xf_fiber *r, *w;
+	char buf[100], x;
+	ssize_t n;
+	uint64_t t;
+
+	CHECK(pipe(idle_pipe) == 0);
+	CHECK_ERR(xf_spawn(&w, pipe_waiter, NULL, NULL), 0);
+	CHECK_ERR(xf_spawn(&r, first_read, NULL, NULL), 0);
+	CHECK_ERR(xf_sleep_ns(20000000), 0); /* the reader waits: registered */
+	CHECK(send(conn[1], "0", 1, 0) == 1);
+	CHECK_ERR(xf_join(r, NULL), 0);
+	CHECK(first_len == 1);
+	/* Without a switch: data, the urgent byte, data; then the urgent byte
+	 * taken at once, before the poller sees the event. */
+	CHECK(send(conn[1], "AAAA", 4, 0) == 4);
+	CHECK(send(conn[1], "X", 1, MSG_OOB) == 1);
+	CHECK(send(conn[1], "BBBB", 4, 0) == 4);
+	CHECK(xf_recv(conn[0], &x, 1, MSG_OOB | MSG_DONTWAIT) == 1 && x == 'X');
+	CHECK_ERR(xf_sleep_ns(10000000), 0); /* the poller collects EPOLLIN alone */
+	n = xf_read(conn[0], buf, sizeof(buf));
+	CHECK(n > 0 && n <= 8);
+	t = now_ns();
+	if (n < 8) {
+		ssize_t m = xf_read(conn[0], buf + n, sizeof(buf) - (size_t)n);
+
+		if (m <= 0)
+			xf_test_fail("read after the mark: %zd (%s)", m, strerror(errno));
+		n += m;
+	}
+	t = now_ns() - t;
+	CHECK(n == 8 && !memcmp(buf, "AAAABBBB", 8));
+	printf("urgent_taken: AAAA then BBBB, the second read in %.1f ms\n", (double)t / 1e6);
+	CHECK(t < TIMEOUT_NS / 2);
+	CHECK(write(idle_pipe[1], "x", 1) == 1);
+	CHECK_ERR(xf_join(w, NULL), 0);
+}
+
 #define TRIPS 10000
 #define MSG   100
 
@@ -243,7 +286,7 @@ static void pingpong(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		xf_test_fail("usage: test_short_read fin|urgent|efault|pingpong");
+		xf_test_fail("usage: test_short_read fin|urgent|urgent_taken|efault|pingpong");
 	CHECK_ERR(xf_init(&(xf_config){.workers = 1}), 0);
 	tcp_pair();
 	if (!strcmp(argv[1], "fin"))
@@ -252,6 +295,8 @@ int main(int argc, char **argv)
 		urgent();
 	else if (!strcmp(argv[1], "efault"))
 		efault();
+	else if (!strcmp(argv[1], "urgent_taken"))
+		urgent_taken();
 	else if (!strcmp(argv[1], "pingpong"))
 		pingpong();
 	else
