@@ -288,6 +288,15 @@ int main(int argc, char **argv)
 	} else if (!strcmp(how, "thread")) {
 		pthread_t t;
 
+#ifdef __SANITIZE_ADDRESS__
+		/* gcc 12's ASan does not hold its allocator's locks across
+		 * fork: the child, whose xf_init starts threads that allocate,
+		 * deadlocked in it when a parent thread held one (1 run in 25
+		 * beside two CPU hogs; the child's threads in ASan's
+		 * SizeClassAllocator64::GetFromAllocator).  The plain build
+		 * runs this case. */
+		xf_test_skip("ASan's allocator is not fork-safe for a child that starts threads");
+#endif
 		CHECK(pthread_create(&t, NULL, plain_thread, NULL) == 0);
 		pthread_join(t, NULL);
 		CHECK(thread_child > 0);
