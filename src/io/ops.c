@@ -150,6 +150,13 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 		kind = xf__fd_kind(e, fd); /* a pipe without RWF_NOWAIT became POLLABLE */
 	}
 	xf__fd_leave(e);
+	/* A preemption point: ticks that land in the C library's send or
+	 * recv are deferred (pending), and a fiber whose calls never wait
+	 * would otherwise keep its worker for good (a reviewer's busy_io: the
+	 * fiber beside it got none of the CPU).  Two instructions when none
+	 * is pending. */
+	xf__preempt_disable();
+	xf__preempt_enable();
 	return r;
 }
 
