@@ -461,6 +461,8 @@ void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events)
  */
 void xf__fd_read_short(struct xf__fd *e, uint64_t gen)
 {
+	if (__atomic_load_n(&e->read_end_seen, __ATOMIC_RELAXED))
+		return; /* sticky: no lock needed to know the answer */
 	xf__spin_lock(&e->lock);
 	if (e->registered && !e->closing && !e->read_end_seen && !gen_moved(e, EPOLLIN, gen) &&
 	    !(e->drained & EPOLLIN)) {

@@ -120,6 +120,15 @@ void xf__fd_short_untrust(struct xf__fd *e);
  * saw EPOLLPRI, which a read stopped at the mark then no longer reports. */
 void xf__fd_urgent_taken(int fd);
 
+/* Whether TCP socket e has seen urgent data (or its end): a read at an
+ * urgent mark finds EAGAIN while a signal is pending - a preemption tick -
+ * with bytes queued behind the mark, and no event comes for them, so an
+ * EAGAIN there is trusted no longer than a short read (ops.c's run_at). */
+static inline bool xf__fd_urgent_seen(const struct xf__fd *e)
+{
+	return e->tcp_stream && __atomic_load_n(&e->read_end_seen, __ATOMIC_RELAXED);
+}
+
 /* How long a read waits on a short read's word alone before it tries
  * anyway: a read whose buffer faulted part of the way also stops short,
  * with bytes still queued and no event to come (fd.c). */

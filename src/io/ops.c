@@ -102,17 +102,10 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 			r = -1, xf__errno_set(EAGAIN); /* known not ready: straight to the wait */
 			on_trust = (events & EPOLLIN) &&
 				   (__atomic_load_n(&e->short_marked, __ATOMIC_RELAXED) ||
-				    (e->tcp_stream &&
-				     __atomic_load_n(&e->read_end_seen, __ATOMIC_RELAXED)));
+				    xf__fd_urgent_seen(e));
 		} else {
 			r = attempt(fd, kind, op);
-			/* A TCP read at an urgent mark finds EAGAIN while a signal
-			 * is pending - a preemption tick - with bytes queued
-			 * behind the mark, and no event comes for them: where
-			 * urgent data was seen, an EAGAIN is trusted no longer
-			 * than a short read. */
-			on_trust = r < 0 && (events & EPOLLIN) && e->tcp_stream &&
-				   __atomic_load_n(&e->read_end_seen, __ATOMIC_RELAXED);
+			on_trust = r < 0 && (events & EPOLLIN) && xf__fd_urgent_seen(e);
 		}
 		if (r > 0 && (size_t)r < want && e->tcp_stream)
 			xf__fd_read_short(e, gen);
