@@ -28,6 +28,10 @@
 #define XF_WARN_ON(cond) ((void)sizeof(!(cond)))
 #endif
 
+/* A function expanded at each call, specialised for its constant
+ * arguments, as a macro would be (the C library's waits, sync/). */
+#define XF_ALWAYS_INLINE inline __attribute__((always_inline))
+
 #define XF_ARRAY_SIZE(a)  (sizeof(a) / sizeof((a)[0]))
 #define XF_ALIGN_UP(x, a) (((x) + (a)-1) & ~((__typeof__(x))(a)-1))
 

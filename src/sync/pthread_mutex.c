@@ -60,32 +60,51 @@ static int mutex_try(struct xf_fiber *f, pthread_mutex_t *m)
 	return err;
 }
 
+/* Declared ahead of their definitions below, for the calls to the C
+ * library's. */
+XF_INTERPOSE(int, pthread_mutex_lock, (pthread_mutex_t * m));
+XF_INTERPOSE(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *t));
+XF_INTERPOSE(int, pthread_mutex_clocklock,
+	     (pthread_mutex_t * m, clockid_t c, const struct timespec *t));
+
+static XF_ALWAYS_INLINE int mutex_block(pthread_mutex_t *m, const struct lock_call *how)
+{
+	switch (how->timing) {
+	case LOCK_UNTIMED:
+		return XF_REAL(pthread_mutex_lock)(m);
+	case LOCK_REALTIME:
+		return XF_REAL(pthread_mutex_timedlock)(m, how->abstime);
+	default:
+		return XF_REAL(pthread_mutex_clocklock)(m, how->clock, how->abstime);
+	}
+}
+
 /* Locks m for fiber f by tries while it must wait as a fiber, then - a
- * normal mutex, nothing else ready - by `block` in the kernel. */
-#define MUTEX_LOCK(f, m, deadline, block)                                                          \
-	({                                                                                         \
-		int err_;                                                                          \
-		for (;;) {                                                                         \
-			if (owns(f, m)) { /* again: recursion, or EDEADLK */                       \
-				err_ = (block);                                                    \
-				break;                                                             \
-			}                                                                          \
-			if (mutex_thread_owned(m) || others_ready() || mutex_held_here(f, m)) {    \
-				err_ = mutex_try(f, m);                                            \
-				if (err_ != EBUSY)                                                 \
-					break;                                                     \
-				err_ = xf__lock_wait_round(f, (deadline));                                  \
-				if (err_)                                                          \
-					break;                                                     \
-				continue;                                                          \
-			}                                                                          \
-			err_ = BLOCKING(f, XF_BLOCKING_AT_WAIT, block);                            \
-			break;                                                                     \
-		}                                                                                  \
-		if (!err_)                                                                         \
-			progress(f);                                                               \
-		err_;                                                                              \
-	})
+ * normal mutex, nothing else ready - by the C library's wait in the
+ * kernel. */
+static XF_ALWAYS_INLINE int mutex_lock_as_fiber(struct xf_fiber *f, pthread_mutex_t *m, const struct lock_call *how)
+{
+	uint64_t deadline_ns = call_deadline(how);
+	int err;
+
+	for (;;) {
+		if (owns(f, m)) { /* again: recursion, or EDEADLK */
+			err = mutex_block(m, how);
+			break;
+		}
+		if (mutex_thread_owned(m) || others_ready() || mutex_held_here(f, m)) {
+			err = mutex_try(f, m);
+			if (err != EBUSY || (err = xf__lock_wait_round(f, deadline_ns)))
+				break;
+			continue;
+		}
+		err = BLOCKING(f, XF_BLOCKING_AT_WAIT, mutex_block(m, how));
+		break;
+	}
+	if (!err)
+		progress(f);
+	return err;
+}
 
 /* With preemption disabled, a mutex another fiber of this thread holds
  * would never be released: that fiber cannot run again before this one
@@ -112,7 +131,7 @@ XF_INTERPOSE(int, pthread_mutex_lock, (pthread_mutex_t * m))
 	/* The common case first: free, and nobody of this thread in the way. */
 	if (!mutex_thread_owned(m) && XF_REAL(pthread_mutex_trylock)(m) == 0)
 		return 0;
-	return MUTEX_LOCK(f, m, 0, XF_REAL(pthread_mutex_lock)(m));
+	return mutex_lock_as_fiber(f, m, &UNTIMED);
 }
 
 XF_INTERPOSE(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *t))
@@ -121,8 +140,7 @@ XF_INTERPOSE(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct ti
 
 	if (!f)
 		return XF_REAL(pthread_mutex_timedlock)(m, t);
-	return MUTEX_LOCK(f, m, xf__lock_deadline_of(CLOCK_REALTIME, t),
-			  XF_REAL(pthread_mutex_timedlock)(m, t));
+	return mutex_lock_as_fiber(f, m, &REALTIME(t));
 }
 
 XF_INTERPOSE(int, pthread_mutex_clocklock,
@@ -132,7 +150,7 @@ XF_INTERPOSE(int, pthread_mutex_clocklock,
 
 	if (!f)
 		return XF_REAL(pthread_mutex_clocklock)(m, c, t);
-	return MUTEX_LOCK(f, m, xf__lock_deadline_of(c, t), XF_REAL(pthread_mutex_clocklock)(m, c, t));
+	return mutex_lock_as_fiber(f, m, &ON_CLOCK(c, t));
 }
 
 XF_INTERPOSE(int, pthread_mutex_trylock, (pthread_mutex_t * m))
@@ -185,43 +203,57 @@ static int cond_wait_round(struct xf_fiber *f, pthread_mutex_t *m, uint64_t dead
 		return err;
 	err = xf__lock_wait_round(f, deadline_ns);
 	polls = f->polls; /* the lock again is no progress of the wait's */
-	MUTEX_LOCK(f, m, 0, XF_REAL(pthread_mutex_lock)(m));
+	mutex_lock_as_fiber(f, m, &UNTIMED);
 	f->polls = polls;
 	if (!err && deadline_ns && xf__now_ns() >= deadline_ns)
 		err = ETIMEDOUT;
 	return err;
 }
 
-#define COND_WAIT(c, m, deadline, block)                                                           \
-	({                                                                                         \
-		struct xf_fiber *f = xf__self_may_wait();                                                      \
-		int err_;                                                                          \
-		if (!f)                                                                            \
-			err_ = (block);                                                            \
-		else if (others_ready() || mutex_thread_owned(m))                                  \
-			err_ = cond_wait_round(f, (m), (deadline));                                \
-		else                                                                               \
-			err_ = BLOCKING(f, XF_BLOCKING_AT_WAIT, block);                            \
-		err_;                                                                              \
-	})
+XF_INTERPOSE(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m));
+XF_INTERPOSE(int, pthread_cond_timedwait,
+	     (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t));
+XF_INTERPOSE(int, pthread_cond_clockwait,
+	     (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clk, const struct timespec *t));
+
+static XF_ALWAYS_INLINE int cond_block(pthread_cond_t *c, pthread_mutex_t *m, const struct lock_call *how)
+{
+	switch (how->timing) {
+	case LOCK_UNTIMED:
+		return XF_REAL_VERSION(pthread_cond_wait, "GLIBC_2.3.2")(c, m);
+	case LOCK_REALTIME:
+		return XF_REAL_VERSION(pthread_cond_timedwait, "GLIBC_2.3.2")(c, m, how->abstime);
+	default:
+		return XF_REAL(pthread_cond_clockwait)(c, m, how->clock, how->abstime);
+	}
+}
+
+static XF_ALWAYS_INLINE int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, const struct lock_call *how)
+{
+	struct xf_fiber *f = xf__self_may_wait();
+
+	if (!f)
+		return cond_block(c, m, how);
+	if (others_ready() || mutex_thread_owned(m))
+		return cond_wait_round(f, m, call_deadline(how));
+	return BLOCKING(f, XF_BLOCKING_AT_WAIT, cond_block(c, m, how));
+}
 
 XF_INTERPOSE(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m))
 {
-	return COND_WAIT(c, m, 0, XF_REAL_VERSION(pthread_cond_wait, "GLIBC_2.3.2")(c, m));
+	return cond_wait(c, m, &UNTIMED);
 }
 
 XF_INTERPOSE(int, pthread_cond_timedwait,
 	     (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t))
 {
-	return COND_WAIT(c, m, xf__lock_deadline_of(CLOCK_REALTIME, t),
-			 XF_REAL_VERSION(pthread_cond_timedwait, "GLIBC_2.3.2")(c, m, t));
+	return cond_wait(c, m, &REALTIME(t));
 }
 
 XF_INTERPOSE(int, pthread_cond_clockwait,
 	     (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clk, const struct timespec *t))
 {
-	return COND_WAIT(c, m, xf__lock_deadline_of(clk, t),
-			 XF_REAL(pthread_cond_clockwait)(c, m, clk, t));
+	return cond_wait(c, m, &ON_CLOCK(clk, t));
 }
 
 /* Signalling may wait too: for the waiters of the group it closes to leave
@@ -255,69 +287,91 @@ static bool rwlock_held_here(struct xf_fiber *f, const void *lock)
 	    f, __atomic_load_n(&rw->__data.__cur_writer, __ATOMIC_RELAXED), lock);
 }
 
+XF_INTERPOSE(int, pthread_rwlock_rdlock, (pthread_rwlock_t * rw));
+XF_INTERPOSE(int, pthread_rwlock_wrlock, (pthread_rwlock_t * rw));
+XF_INTERPOSE(int, pthread_rwlock_timedrdlock, (pthread_rwlock_t * rw, const struct timespec *t));
+XF_INTERPOSE(int, pthread_rwlock_timedwrlock, (pthread_rwlock_t * rw, const struct timespec *t));
+XF_INTERPOSE(int, pthread_rwlock_clockrdlock,
+	     (pthread_rwlock_t * rw, clockid_t c, const struct timespec *t));
+XF_INTERPOSE(int, pthread_rwlock_clockwrlock,
+	     (pthread_rwlock_t * rw, clockid_t c, const struct timespec *t));
+
+static XF_ALWAYS_INLINE int rwlock_block(pthread_rwlock_t *rw, bool write, const struct lock_call *how)
+{
+	switch (how->timing) {
+	case LOCK_UNTIMED:
+		return write ? XF_REAL(pthread_rwlock_wrlock)(rw) : XF_REAL(pthread_rwlock_rdlock)(rw);
+	case LOCK_REALTIME:
+		return write ? XF_REAL(pthread_rwlock_timedwrlock)(rw, how->abstime)
+			     : XF_REAL(pthread_rwlock_timedrdlock)(rw, how->abstime);
+	default:
+		return write ? XF_REAL(pthread_rwlock_clockwrlock)(rw, how->clock, how->abstime)
+			     : XF_REAL(pthread_rwlock_clockrdlock)(rw, how->clock, how->abstime);
+	}
+}
+
 /* Tries while it must wait as a fiber, then blocks; an EDEADLK from glibc
  * when another fiber of this thread took the write side meanwhile is only
  * another round. */
-#define RWLOCK(rw, deadline, write, try, block)                                                   \
-	({                                                                                         \
-		struct xf_fiber *f = xf__self_may_wait();                                                      \
-		int err_;                                                                          \
-		for (;;) {                                                                         \
-			if (!f) {                                                                  \
-				err_ = (block);                                                    \
-				break;                                                             \
-			}                                                                          \
-			if (rwlock_held_here(f, rw) || others_ready()) {                           \
-				err_ = rwlock_held_here(f, rw) ? EBUSY : (try);                    \
-			} else {                                                                   \
-				err_ = BLOCKING(f, XF_BLOCKING_AT_WAIT, block);                    \
-				if (err_ == EDEADLK && !owns(f, rw))                               \
-					err_ = EBUSY;                                              \
-			}                                                                          \
-			if (err_ != EBUSY || (err_ = xf__lock_wait_round(f, (deadline))))                   \
-				break;                                                             \
-		}                                                                                  \
-		if (!err_ && f && (write))                                                         \
-			own(f, (rw));                                                              \
-		if (!err_)                                                                         \
-			progress(f);                                                               \
-		err_;                                                                              \
-	})
+static XF_ALWAYS_INLINE int rwlock_lock(pthread_rwlock_t *rw, bool write, const struct lock_call *how)
+{
+	struct xf_fiber *f = xf__self_may_wait();
+	uint64_t deadline_ns;
+	int err;
+
+	if (!f)
+		return rwlock_block(rw, write, how);
+	deadline_ns = call_deadline(how);
+	for (;;) {
+		if (rwlock_held_here(f, rw)) {
+			err = EBUSY;
+		} else if (others_ready()) {
+			err = write ? pthread_rwlock_trywrlock(rw) : pthread_rwlock_tryrdlock(rw);
+		} else {
+			err = BLOCKING(f, XF_BLOCKING_AT_WAIT, rwlock_block(rw, write, how));
+			if (err == EDEADLK && !owns(f, rw))
+				err = EBUSY;
+		}
+		if (err != EBUSY || (err = xf__lock_wait_round(f, deadline_ns)))
+			break;
+	}
+	if (!err && write)
+		own(f, rw);
+	if (!err)
+		progress(f);
+	return err;
+}
 
 XF_INTERPOSE(int, pthread_rwlock_rdlock, (pthread_rwlock_t * rw))
 {
-	return RWLOCK(rw, 0, false, pthread_rwlock_tryrdlock(rw), XF_REAL(pthread_rwlock_rdlock)(rw));
+	return rwlock_lock(rw, false, &UNTIMED);
 }
 
 XF_INTERPOSE(int, pthread_rwlock_wrlock, (pthread_rwlock_t * rw))
 {
-	return RWLOCK(rw, 0, true, pthread_rwlock_trywrlock(rw), XF_REAL(pthread_rwlock_wrlock)(rw));
+	return rwlock_lock(rw, true, &UNTIMED);
 }
 
 XF_INTERPOSE(int, pthread_rwlock_timedrdlock, (pthread_rwlock_t * rw, const struct timespec *t))
 {
-	return RWLOCK(rw, xf__lock_deadline_of(CLOCK_REALTIME, t), false, pthread_rwlock_tryrdlock(rw),
-		      XF_REAL(pthread_rwlock_timedrdlock)(rw, t));
+	return rwlock_lock(rw, false, &REALTIME(t));
 }
 
 XF_INTERPOSE(int, pthread_rwlock_timedwrlock, (pthread_rwlock_t * rw, const struct timespec *t))
 {
-	return RWLOCK(rw, xf__lock_deadline_of(CLOCK_REALTIME, t), true, pthread_rwlock_trywrlock(rw),
-		      XF_REAL(pthread_rwlock_timedwrlock)(rw, t));
+	return rwlock_lock(rw, true, &REALTIME(t));
 }
 
 XF_INTERPOSE(int, pthread_rwlock_clockrdlock,
 	     (pthread_rwlock_t * rw, clockid_t c, const struct timespec *t))
 {
-	return RWLOCK(rw, xf__lock_deadline_of(c, t), false, pthread_rwlock_tryrdlock(rw),
-		      XF_REAL(pthread_rwlock_clockrdlock)(rw, c, t));
+	return rwlock_lock(rw, false, &ON_CLOCK(c, t));
 }
 
 XF_INTERPOSE(int, pthread_rwlock_clockwrlock,
 	     (pthread_rwlock_t * rw, clockid_t c, const struct timespec *t))
 {
-	return RWLOCK(rw, xf__lock_deadline_of(c, t), true, pthread_rwlock_trywrlock(rw),
-		      XF_REAL(pthread_rwlock_clockwrlock)(rw, c, t));
+	return rwlock_lock(rw, true, &ON_CLOCK(c, t));
 }
 
 XF_INTERPOSE(int, pthread_rwlock_trywrlock, (pthread_rwlock_t * rw))

@@ -68,6 +68,35 @@ int xf__lock_wait_round(struct xf_fiber *f, uint64_t deadline_ns);
 /* CLOCK_MONOTONIC deadline for an absolute time on clock c (0: none). */
 uint64_t xf__lock_deadline_of(clockid_t c, const struct timespec *abstime);
 
+/* --- which of an object's waits a call makes --- */
+
+/* Which of a lock's waits in the kernel a call makes: the plain one, the
+ * one timed on CLOCK_REALTIME, or the one timed on a clock of its choice. */
+enum lock_timing { LOCK_UNTIMED, LOCK_REALTIME, LOCK_CLOCK };
+
+struct lock_call {
+	enum lock_timing timing;
+	clockid_t clock;		/* LOCK_CLOCK */
+	const struct timespec *abstime; /* LOCK_REALTIME, LOCK_CLOCK */
+};
+
+#define UNTIMED ((struct lock_call){.timing = LOCK_UNTIMED})
+#define REALTIME(t) ((struct lock_call){.timing = LOCK_REALTIME, .abstime = (t)})
+#define ON_CLOCK(c, t) ((struct lock_call){.timing = LOCK_CLOCK, .clock = (c), .abstime = (t)})
+
+/* The call's deadline on CLOCK_MONOTONIC (0: none). */
+static inline uint64_t call_deadline(const struct lock_call *how)
+{
+	switch (how->timing) {
+	case LOCK_UNTIMED:
+		return 0;
+	case LOCK_REALTIME:
+		return xf__lock_deadline_of(CLOCK_REALTIME, how->abstime);
+	default:
+		return xf__lock_deadline_of(how->clock, how->abstime);
+	}
+}
+
 /* The fiber made progress: its next wait yields again before it sleeps. */
 static inline void progress(struct xf_fiber *f)
 {

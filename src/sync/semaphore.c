@@ -15,59 +15,76 @@
 
 /* --- semaphores --- */
 
-/* A timed semaphore wait cut short by the runtime's own signal (EINTR) is
- * resumed; one an application signal interrupted is not. */
-#define SEM_BLOCK(f, call)                                                                         \
-	({                                                                                         \
-		int blk_r_;                                                                            \
-		for (;;) {                                                                         \
-			uint32_t ticks = (f)->preempt_signals;                                     \
-			uint64_t app = xf__signal_app_count();                                     \
-			blk_r_ = BLOCKING((f), XF_BLOCKING_AT_WAIT, call);                             \
-			if (blk_r_ == 0 || xf__errno_get() != EINTR || !xf__eintr_was_ours(ticks, app))          \
-				break;                                                             \
-		}                                                                                  \
-		blk_r_;                                                                                \
-	})
+/* Declared ahead of their definitions below, for the calls to the C
+ * library's. */
+XF_INTERPOSE(int, sem_wait, (sem_t * s));
+XF_INTERPOSE(int, sem_timedwait, (sem_t * s, const struct timespec *t));
+XF_INTERPOSE(int, sem_clockwait, (sem_t * s, clockid_t c, const struct timespec *t));
 
-#define SEM_WAIT(s, deadline, call)                                                                \
-	({                                                                                         \
-		struct xf_fiber *f = xf__self_may_wait();                                                      \
-		int wait_r_;                                                                            \
-		for (;;) {                                                                         \
-			if (!f) {                                                                  \
-				wait_r_ = (call);                                                       \
-				break;                                                             \
-			}                                                                          \
-			if (!others_ready()) {                                                     \
-				wait_r_ = SEM_BLOCK(f, call);                                           \
-				break;                                                             \
-			}                                                                          \
-			if ((wait_r_ = sem_trywait(s)) == 0 || xf__errno_get() != EAGAIN) {                       \
-				progress(f);                                                       \
-				break;                                                             \
-			}                                                                          \
-			if (xf__lock_wait_round(f, (deadline))) {                                           \
-				xf__errno_set(ETIMEDOUT);                                                 \
-				break;                                                             \
-			}                                                                          \
-		}                                                                                  \
-		wait_r_;                                                                                \
-	})
+static XF_ALWAYS_INLINE int sem_block(sem_t *s, const struct lock_call *how)
+{
+	switch (how->timing) {
+	case LOCK_UNTIMED:
+		return XF_REAL(sem_wait)(s);
+	case LOCK_REALTIME:
+		return XF_REAL(sem_timedwait)(s, how->abstime);
+	default:
+		return XF_REAL(sem_clockwait)(s, how->clock, how->abstime);
+	}
+}
+
+/* A wait in the kernel.  A timed one cut short by the runtime's own signal
+ * (EINTR) is resumed; one an application signal interrupted is not. */
+static int sem_block_as_fiber(struct xf_fiber *f, sem_t *s, const struct lock_call *how)
+{
+	for (;;) {
+		uint32_t ticks = f->preempt_signals;
+		uint64_t app = xf__signal_app_count();
+		int r = BLOCKING(f, XF_BLOCKING_AT_WAIT, sem_block(s, how));
+
+		if (r == 0 || xf__errno_get() != EINTR || !xf__eintr_was_ours(ticks, app))
+			return r;
+	}
+}
+
+/* Tries while others of this worker are ready, else waits in the kernel;
+ * -1 with errno as sem_wait's. */
+static XF_ALWAYS_INLINE int sem_wait_as_fiber(sem_t *s, const struct lock_call *how)
+{
+	struct xf_fiber *f = xf__self_may_wait();
+	uint64_t deadline_ns;
+	int r;
+
+	if (!f)
+		return sem_block(s, how);
+	deadline_ns = call_deadline(how);
+	for (;;) {
+		if (!others_ready())
+			return sem_block_as_fiber(f, s, how);
+		if ((r = sem_trywait(s)) == 0 || xf__errno_get() != EAGAIN) {
+			progress(f);
+			return r;
+		}
+		if (xf__lock_wait_round(f, deadline_ns)) {
+			xf__errno_set(ETIMEDOUT);
+			return -1;
+		}
+	}
+}
 
 XF_INTERPOSE(int, sem_wait, (sem_t * s))
 {
-	return SEM_WAIT(s, 0, XF_REAL(sem_wait)(s));
+	return sem_wait_as_fiber(s, &UNTIMED);
 }
 
 XF_INTERPOSE(int, sem_timedwait, (sem_t * s, const struct timespec *t))
 {
-	return SEM_WAIT(s, xf__lock_deadline_of(CLOCK_REALTIME, t), XF_REAL(sem_timedwait)(s, t));
+	return sem_wait_as_fiber(s, &REALTIME(t));
 }
 
 XF_INTERPOSE(int, sem_clockwait, (sem_t * s, clockid_t c, const struct timespec *t))
 {
-	return SEM_WAIT(s, xf__lock_deadline_of(c, t), XF_REAL(sem_clockwait)(s, c, t));
+	return sem_wait_as_fiber(s, &ON_CLOCK(c, t));
 }
 
 /* xf_init, through xf__pthread_interpose_resolve: every definition replaced
