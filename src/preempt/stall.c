@@ -36,6 +36,7 @@
 #include <unwind.h>
 
 #include "preempt/preempt.h"
+#include "runtime/runtime.h" /* the writer, shared with the dump */
 #include "sched/sched.h"
 
 #define STALL_DEFAULT_MS   2000

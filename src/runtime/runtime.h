@@ -1,7 +1,8 @@
 /*
  * runtime.h - what src/runtime/ offers the other rooms, and its own files
  * each other: the lifecycle lock for those that read the workers from
- * outside (the dump), and fork's two halves.
+ * outside (the dump), fork's two halves, the dump and its signal, and the
+ * stall report's writer.
  */
 #ifndef XF_RUNTIME_RUNTIME_H
 #define XF_RUNTIME_RUNTIME_H
@@ -23,6 +24,21 @@ void xf__runtime_release(void);
  * other module's through its hook (hooks.h), in fork.c's handlers. */
 void xf__fork_handlers_register(void); /* once, at the first xf_init */
 void xf__runtime_fork(enum xf__fork_phase phase);
+
+/* The thread that dumps on XFIBER_DUMP_SIGNAL, if the variable names one
+ * (dump.c): started by xf_init, stopped by xf_shutdown. */
+void xf__dump_signal_start(void);
+void xf__dump_signal_stop(void);
+/* xf_dump, written with write(2) rather than xf_write (dump.c). */
+int xf__dump_unwaited(int fd);
+/* In a fork's child: the parent's dump thread and pipe are not its own; the
+ * signal dumps nothing there. */
+void xf__dump_signal_fork_child(void);
+
+struct xf__stall_report;
+/* Writes a stall report (preempt/stall.c) to stderr, naming its frames as
+ * the dump does; from the reporter thread (dump.c). */
+void xf__stall_write(const struct xf__stall_report *r);
 
 #pragma GCC visibility pop
 

@@ -452,19 +452,13 @@ extern _Atomic uint32_t xf__world_stopped;
  * in_switch is clear meanwhile and set again on return. */
 void xf__world_wait(struct xf__worker *w);
 
-/* The thread that dumps on XFIBER_DUMP_SIGNAL, if the variable names one
- * (debug.c): started by xf_init, stopped by xf_shutdown. */
-void xf__dump_signal_start(void);
-void xf__dump_signal_stop(void);
-/* xf_dump, written with write(2) rather than xf_write (debug.c). */
-int xf__dump_unwaited(int fd);
-/* In a fork's child: the parent's dump thread and pipe are not its own; the
- * signal dumps nothing there. */
-void xf__dump_signal_fork_child(void);
+/* Stops the world for a reader of switched-out fibers (the dump): no
+ * switch resumes a fiber until xf__world_start (debug.c has the protocol). */
+void xf__world_stop(void);
+void xf__world_start(void);
 
-/* Writes a stall report (preempt/stall.c) to stderr, naming its frames;
- * from the reporter thread. */
-void xf__stall_write(const struct xf__stall_report *r);
+/* The name debuggers know an XF_WAIT_ON_* kind by (debug.c). */
+const char *xf__wait_kind_name(unsigned kind);
 
 /* xf__worker.due */
 #define XF_DUE_TIMERS 1u
