@@ -245,12 +245,7 @@ static void dump_fibers(struct out *o, const struct xf_fiber *self)
 	size_t nr;
 	unsigned live = 0;
 
-	pthread_mutex_lock(&xf__fiber_arena.lock);
-	nr = xf__fiber_arena.nr;
-	chunks = malloc(nr * sizeof(*chunks) + 1);
-	if (chunks)
-		memcpy(chunks, xf__fiber_arena.chunks, nr * sizeof(*chunks));
-	pthread_mutex_unlock(&xf__fiber_arena.lock);
+	chunks = xf__fiber_arena_chunks(&nr);
 	if (!chunks) {
 		o->failed = true;
 		return;

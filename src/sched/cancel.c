@@ -166,12 +166,7 @@ int xf_cancel_all(void)
 		xf__runtime_release();
 		return EPERM;
 	}
-	pthread_mutex_lock(&xf__fiber_arena.lock);
-	nr = xf__fiber_arena.nr;
-	chunks = malloc(nr * sizeof(*chunks) + 1);
-	if (chunks)
-		memcpy(chunks, xf__fiber_arena.chunks, nr * sizeof(*chunks));
-	pthread_mutex_unlock(&xf__fiber_arena.lock);
+	chunks = xf__fiber_arena_chunks(&nr);
 	xf__runtime_release();
 	if (!chunks)
 		return ENOMEM;

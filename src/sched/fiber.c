@@ -38,6 +38,19 @@
 #define JOINER_DETACHED ((struct xf_fiber *)2)
 struct xf__fiber_arena xf__fiber_arena = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+struct xf_fiber **xf__fiber_arena_chunks(size_t *nr)
+{
+	struct xf_fiber **chunks;
+
+	pthread_mutex_lock(&xf__fiber_arena.lock);
+	*nr = xf__fiber_arena.nr;
+	chunks = malloc(*nr * sizeof(*chunks) + 1);
+	if (chunks)
+		memcpy(chunks, xf__fiber_arena.chunks, *nr * sizeof(*chunks));
+	pthread_mutex_unlock(&xf__fiber_arena.lock);
+	return chunks;
+}
+
 /* Pushes f on w's cache. */
 static void cache_push(struct xf__worker *w, struct xf_fiber *f)
 {

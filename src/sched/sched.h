@@ -270,6 +270,11 @@ struct xf__fiber_arena {
 };
 extern struct xf__fiber_arena xf__fiber_arena;
 
+/* A copy of the arena's chunk list, to walk without its lock (chunks are
+ * never freed while the runtime's memory is held); free() it.  NULL when
+ * out of memory (fiber.c). */
+struct xf_fiber **xf__fiber_arena_chunks(size_t *nr);
+
 /* A fiber's handle as the API gives it out: its address with its
  * structure's generation in the top 16 bits, which x86-64 user addresses
  * leave clear.  xf__handle_fiber() turns one back, or returns NULL for a
