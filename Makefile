@@ -19,9 +19,11 @@ CMAKE       ?= cmake
 
 # Debian packages: what the tests need (the HTTP example's parser, the probes'
 # header and bpftrace to try them, gdb for the gdb extension, Valgrind for
-# memcheck and its stack registration, SQLite for a real library's locks), and what the benchmark's peers, plots and
-# validation use besides.
-CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace gdb valgrind libsqlite3-dev
+# memcheck and its stack registration, SQLite for a real library's locks,
+# clang-format for the style of changed lines), and what the benchmark's
+# peers, plots and validation use besides.
+CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace gdb valgrind libsqlite3-dev \
+		 clang-format
 BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk nghttp2-client libboost-context-dev $(PLOT_PACKAGES) \
 		 linux-perf rt-tests golang-go
 # The plots, whose test `make check` runs too.

@@ -83,7 +83,8 @@ static void out_address(struct out *o, uintptr_t pc, bool before_insn)
 	if (info.dli_sname)
 		out_printf(o, " in %s+0x%lx", info.dli_sname,
 			   (unsigned long)(pc - (uintptr_t)info.dli_saddr));
-	out_printf(o, " (%s+0x%lx)\n", info.dli_fname, (unsigned long)(pc - (uintptr_t)info.dli_fbase));
+	out_printf(o, " (%s+0x%lx)\n", info.dli_fname,
+		   (unsigned long)(pc - (uintptr_t)info.dli_fbase));
 }
 
 #define DUMP_FRAMES_MAX 64
@@ -188,7 +189,8 @@ static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber 
 	if (f == self) {
 		out_printf(o, "running on worker %u: the caller of xf_dump", worker);
 	} else if (running) {
-		out_printf(o, "running on worker %u (thread %d)", worker, xf__rt.workers[worker].tid);
+		out_printf(o, "running on worker %u (thread %d)", worker,
+			   xf__rt.workers[worker].tid);
 	} else if (!settles_off_cpu(f)) {
 		out_printf(o, "switching out");
 	} else if (!switch_frame_valid(f)) {
@@ -199,25 +201,26 @@ static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber 
 		if (f->preempted)
 			out_printf(o, "preempted, runnable on worker %d", f->home);
 		else if (atomic_load_explicit(&f->wait_state, memory_order_relaxed) ==
-				 XF_WAIT_WAITING &&
-			 (f->wait_kind == XF_WAIT_ON_SLEEP || f->wait_kind == XF_WAIT_ON_LIBC_SLEEP))
+			     XF_WAIT_WAITING &&
+			 (f->wait_kind == XF_WAIT_ON_SLEEP ||
+			  f->wait_kind == XF_WAIT_ON_LIBC_SLEEP))
 			out_printf(o, "sleeping");
 		else if (atomic_load_explicit(&f->wait_state, memory_order_relaxed) ==
-				 XF_WAIT_WAITING &&
-			 f->wait_kind != XF_WAIT_ON_NOTHING)
-		{
+			     XF_WAIT_WAITING &&
+			 f->wait_kind != XF_WAIT_ON_NOTHING) {
 			if (f->wait_kind == XF_WAIT_ON_IO)
-				out_printf(o, "blocked on I/O fd %lu", (unsigned long)(uintptr_t)f->wait_object);
+				out_printf(o, "blocked on I/O fd %lu",
+					   (unsigned long)(uintptr_t)f->wait_object);
 			else if (f->wait_kind == XF_WAIT_ON_JOIN)
-				out_printf(o, "blocked on join of fiber %lu",
-					   (unsigned long)((const struct xf_fiber *)f->wait_object)->id);
+				out_printf(
+				    o, "blocked on join of fiber %lu",
+				    (unsigned long)((const struct xf_fiber *)f->wait_object)->id);
 			else if (f->wait_object)
 				out_printf(o, "blocked on %s %p", xf__wait_kind_name(f->wait_kind),
 					   f->wait_object);
 			else
 				out_printf(o, "blocked on %s", xf__wait_kind_name(f->wait_kind));
-		}
-		else
+		} else
 			out_printf(o, "runnable on worker %d", f->home);
 	}
 	out_printf(o, "]");
@@ -260,7 +263,8 @@ static void dump_fibers(struct out *o, const struct xf_fiber *self)
 			/* Finished, or on its way: its stack may be gone, and its
 			 * joiner - which runs - may free it, name and all, while
 			 * we look. */
-			if (atomic_load_explicit(&f->state, memory_order_acquire) == XF_FIBER_DONE ||
+			if (atomic_load_explicit(&f->state, memory_order_acquire) ==
+				XF_FIBER_DONE ||
 			    __atomic_load_n(&f->exiting, __ATOMIC_ACQUIRE)) {
 				out_printf(o, "fiber %lu [finished, not joined yet]\n\n",
 					   (unsigned long)f->id);
@@ -341,8 +345,9 @@ void xf__stall_write(const struct xf__stall_report *r)
 {
 	struct out o = {0};
 
-	out_printf(&o, "xfiber: worker %u (thread %d) %s: it runs code that cannot be preempted "
-		       "(XFIBER_STALL_MS=off silences this)\n",
+	out_printf(&o,
+		   "xfiber: worker %u (thread %d) %s: it runs code that cannot be preempted "
+		   "(XFIBER_STALL_MS=off silences this)\n",
 		   r->worker, r->tid, r->what);
 	out_printf(&o, "fiber %lu", (unsigned long)r->fiber_id);
 	if (r->name[0])
@@ -474,8 +479,8 @@ void xf__dump_signal_start(void)
 	dump_signal.running = !pthread_create(&dump_signal.thread, NULL, dump_signal_thread, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!dump_signal.running || sigaction(sig, &sa, NULL)) {
-		fprintf(stderr, "xfiber: XFIBER_DUMP_SIGNAL=%s: cannot install it; no dump signal\n",
-			env);
+		fprintf(stderr,
+			"xfiber: XFIBER_DUMP_SIGNAL=%s: cannot install it; no dump signal\n", env);
 		xf__dump_signal_stop();
 	}
 }

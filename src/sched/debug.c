@@ -43,7 +43,6 @@
 #include "arch/context.h"
 #include "sched/sched.h"
 
-
 _Atomic uint32_t xf__world_stopped;
 
 /* --- the layout debuggers read --- */

@@ -70,19 +70,17 @@ XF_INTERPOSE(int, pthread_mutex_clocklock,
 static XF_ALWAYS_INLINE int mutex_block(pthread_mutex_t *m, const struct lock_call *how)
 {
 	switch (how->timing) {
-	case LOCK_UNTIMED:
-		return XF_REAL(pthread_mutex_lock)(m);
-	case LOCK_REALTIME:
-		return XF_REAL(pthread_mutex_timedlock)(m, how->abstime);
-	default:
-		return XF_REAL(pthread_mutex_clocklock)(m, how->clock, how->abstime);
+	case LOCK_UNTIMED: return XF_REAL(pthread_mutex_lock)(m);
+	case LOCK_REALTIME: return XF_REAL(pthread_mutex_timedlock)(m, how->abstime);
+	default: return XF_REAL(pthread_mutex_clocklock)(m, how->clock, how->abstime);
 	}
 }
 
 /* Locks m for fiber f by tries while it must wait as a fiber, then - a
  * normal mutex, nothing else ready - by the C library's wait in the
  * kernel. */
-static XF_ALWAYS_INLINE int mutex_lock_as_fiber(struct xf_fiber *f, pthread_mutex_t *m, const struct lock_call *how)
+static XF_ALWAYS_INLINE int mutex_lock_as_fiber(struct xf_fiber *f, pthread_mutex_t *m,
+						const struct lock_call *how)
 {
 	uint64_t deadline_ns = call_deadline(how);
 	int err;
@@ -216,19 +214,19 @@ XF_INTERPOSE(int, pthread_cond_timedwait,
 XF_INTERPOSE(int, pthread_cond_clockwait,
 	     (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clk, const struct timespec *t));
 
-static XF_ALWAYS_INLINE int cond_block(pthread_cond_t *c, pthread_mutex_t *m, const struct lock_call *how)
+static XF_ALWAYS_INLINE int cond_block(pthread_cond_t *c, pthread_mutex_t *m,
+				       const struct lock_call *how)
 {
 	switch (how->timing) {
-	case LOCK_UNTIMED:
-		return XF_REAL_VERSION(pthread_cond_wait, "GLIBC_2.3.2")(c, m);
+	case LOCK_UNTIMED: return XF_REAL_VERSION(pthread_cond_wait, "GLIBC_2.3.2")(c, m);
 	case LOCK_REALTIME:
 		return XF_REAL_VERSION(pthread_cond_timedwait, "GLIBC_2.3.2")(c, m, how->abstime);
-	default:
-		return XF_REAL(pthread_cond_clockwait)(c, m, how->clock, how->abstime);
+	default: return XF_REAL(pthread_cond_clockwait)(c, m, how->clock, how->abstime);
 	}
 }
 
-static XF_ALWAYS_INLINE int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, const struct lock_call *how)
+static XF_ALWAYS_INLINE int cond_wait(pthread_cond_t *c, pthread_mutex_t *m,
+				      const struct lock_call *how)
 {
 	struct xf_fiber *f = xf__self_may_wait();
 
@@ -296,11 +294,13 @@ XF_INTERPOSE(int, pthread_rwlock_clockrdlock,
 XF_INTERPOSE(int, pthread_rwlock_clockwrlock,
 	     (pthread_rwlock_t * rw, clockid_t c, const struct timespec *t));
 
-static XF_ALWAYS_INLINE int rwlock_block(pthread_rwlock_t *rw, bool write, const struct lock_call *how)
+static XF_ALWAYS_INLINE int rwlock_block(pthread_rwlock_t *rw, bool write,
+					 const struct lock_call *how)
 {
 	switch (how->timing) {
 	case LOCK_UNTIMED:
-		return write ? XF_REAL(pthread_rwlock_wrlock)(rw) : XF_REAL(pthread_rwlock_rdlock)(rw);
+		return write ? XF_REAL(pthread_rwlock_wrlock)(rw)
+			     : XF_REAL(pthread_rwlock_rdlock)(rw);
 	case LOCK_REALTIME:
 		return write ? XF_REAL(pthread_rwlock_timedwrlock)(rw, how->abstime)
 			     : XF_REAL(pthread_rwlock_timedrdlock)(rw, how->abstime);
@@ -313,7 +313,8 @@ static XF_ALWAYS_INLINE int rwlock_block(pthread_rwlock_t *rw, bool write, const
 /* Tries while it must wait as a fiber, then blocks; an EDEADLK from glibc
  * when another fiber of this thread took the write side meanwhile is only
  * another round. */
-static XF_ALWAYS_INLINE int rwlock_lock(pthread_rwlock_t *rw, bool write, const struct lock_call *how)
+static XF_ALWAYS_INLINE int rwlock_lock(pthread_rwlock_t *rw, bool write,
+					const struct lock_call *how)
 {
 	struct xf_fiber *f = xf__self_may_wait();
 	uint64_t deadline_ns;

@@ -80,20 +80,17 @@ struct lock_call {
 	const struct timespec *abstime; /* LOCK_REALTIME, LOCK_CLOCK */
 };
 
-#define UNTIMED ((struct lock_call){.timing = LOCK_UNTIMED})
-#define REALTIME(t) ((struct lock_call){.timing = LOCK_REALTIME, .abstime = (t)})
+#define UNTIMED	       ((struct lock_call){.timing = LOCK_UNTIMED})
+#define REALTIME(t)    ((struct lock_call){.timing = LOCK_REALTIME, .abstime = (t)})
 #define ON_CLOCK(c, t) ((struct lock_call){.timing = LOCK_CLOCK, .clock = (c), .abstime = (t)})
 
 /* The call's deadline on CLOCK_MONOTONIC (0: none). */
 static inline uint64_t call_deadline(const struct lock_call *how)
 {
 	switch (how->timing) {
-	case LOCK_UNTIMED:
-		return 0;
-	case LOCK_REALTIME:
-		return xf__lock_deadline_of(CLOCK_REALTIME, how->abstime);
-	default:
-		return xf__lock_deadline_of(how->clock, how->abstime);
+	case LOCK_UNTIMED: return 0;
+	case LOCK_REALTIME: return xf__lock_deadline_of(CLOCK_REALTIME, how->abstime);
+	default: return xf__lock_deadline_of(how->clock, how->abstime);
 	}
 }
 

@@ -24,12 +24,9 @@ XF_INTERPOSE(int, sem_clockwait, (sem_t * s, clockid_t c, const struct timespec 
 static XF_ALWAYS_INLINE int sem_block(sem_t *s, const struct lock_call *how)
 {
 	switch (how->timing) {
-	case LOCK_UNTIMED:
-		return XF_REAL(sem_wait)(s);
-	case LOCK_REALTIME:
-		return XF_REAL(sem_timedwait)(s, how->abstime);
-	default:
-		return XF_REAL(sem_clockwait)(s, how->clock, how->abstime);
+	case LOCK_UNTIMED: return XF_REAL(sem_wait)(s);
+	case LOCK_REALTIME: return XF_REAL(sem_timedwait)(s, how->abstime);
+	default: return XF_REAL(sem_clockwait)(s, how->clock, how->abstime);
 	}
 }
 
