@@ -877,7 +877,13 @@ XF_INTERPOSE(int, eventfd, (unsigned value, int flags))
 
 /* open's mode is there only with O_CREAT or O_TMPFILE; passing it always
  * is what glibc's own wrapper does. */
-#define OPEN_MODE(flags, mode)                                                                     	do {                                                                                       		va_list ap_;                                                                       		va_start(ap_, flags);                                                              		mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap_, mode_t) : 0;                  		va_end(ap_);                                                                       	} while (0)
+#define OPEN_MODE(flags, mode)                                                                     \
+	do {                                                                                       \
+		va_list ap_;                                                                       \
+		va_start(ap_, flags);                                                              \
+		mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap_, mode_t) : 0;                  \
+		va_end(ap_);                                                                       \
+	} while (0)
 
 XF_INTERPOSE(int, open, (const char *path, int flags, ...))
 {
