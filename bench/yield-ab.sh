@@ -49,7 +49,7 @@ build() {
 	echo "yield-ab: building $name = $rev" >&2
 	cmake -S "$src" -B "$work/$name" -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build "$work/$name" -j "$(nproc)" --target xfiber_static >/dev/null
-	cc -O2 -I"$src/include" "$here/bench/yield_ab/yield_ab.c" \
+	cc -O2 -I"$src/include" -I"$here/src" "$here/bench/yield_ab/yield_ab.c" \
 		"$here/tools/bench/minswitch_x86_64_sysv_elf_gas.S" \
 		"$work/$name/src/libxfiber.a" -lpthread -o "$work/$name/yield_ab"
 }

@@ -9,7 +9,9 @@
  *    register class around an operation, for the state-dependent rows;
  *  - the encoding of a forced preemption tick (preempt/tick.h), which the
  *    preemption rows send themselves to compare with bare signals;
- *  - the compiler helpers these headers use (common/compiler.h).
+ *  - the compiler helpers these headers use (common/compiler.h);
+ *  - in assembly, the ELF and unwind housekeeping of the library's own
+ *    (arch/asm.h).
  *
  * tools/CMakeLists.txt puts src/ on the command's include path for this
  * header alone; the test tools.internal_header fails on any other include
@@ -18,9 +20,13 @@
 #ifndef XFIBER_INTERNAL_H
 #define XFIBER_INTERNAL_H
 
+#ifdef __ASSEMBLER__
+#include "arch/asm.h"
+#else
 #include "common/compiler.h"
 #include "preempt/tick.h"
 #include "xstate/regs.h"
 #include "xstate/xstate.h"
+#endif
 
 #endif

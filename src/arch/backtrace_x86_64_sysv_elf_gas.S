@@ -40,9 +40,7 @@
  * at sp; its first frames are this function's and the unwinder's, which fn
  * skips. */
 FUNCTION xf__backtrace_switched
-	pushq	%r12				/* ours, callee-saved: back before the ret */
-	.cfi_adjust_cfa_offset 8
-	.cfi_rel_offset %r12, 0
+	PUSH_CFI	%r12				/* ours, callee-saved: back before the ret */
 	.cfi_remember_state
 	movq	%rdi, %r12			/* the fiber's sp, kept across the call */
 	/* From here the caller is the fiber: the rules of the table above. */
@@ -58,9 +56,7 @@ FUNCTION xf__backtrace_switched
 	movq	%rdx, %rsi			/* arg */
 	call	_Unwind_Backtrace@PLT		/* rsp is 16-aligned: the push above */
 	.cfi_restore_state			/* our own frame again, */
-	popq	%r12				/* and the caller's r12 */
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %r12
+	POP_CFI	%r12				/* and the caller's r12 */
 	ret
 END_FUNCTION xf__backtrace_switched
 

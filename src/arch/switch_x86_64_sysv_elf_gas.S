@@ -152,24 +152,12 @@
 .Lerrno_restored\@:
 	movl	$\prev_state, XF_F_ON_CPU(%rsi)	/* prev is off this CPU: last (x86 keeps
 						 * store order) */
-	popq	%r15
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %r15
-	popq	%r14
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %r14
-	popq	%r13
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %r13
-	popq	%r12
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %r12
-	popq	%rbx
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %rbx
-	popq	%rbp
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %rbp
+	POP_CFI	%r15
+	POP_CFI	%r14
+	POP_CFI	%r13
+	POP_CFI	%r12
+	POP_CFI	%rbx
+	POP_CFI	%rbp
 .if \in_c
 	movq	%rdi, %rax			/* hand over: the worker, */
 	movq	%rcx, %rdx			/* and the tagged outgoing fiber */
@@ -191,24 +179,12 @@
  * CFA, so they stay right across the stack switch: both frames have the same
  * layout below their return address. */
 .macro PUSH_FRAME
-	pushq	%rbp
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset %rbp, -16
-	pushq	%rbx
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset %rbx, -24
-	pushq	%r12
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset %r12, -32
-	pushq	%r13
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset %r13, -40
-	pushq	%r14
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset %r14, -48
-	pushq	%r15
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset %r15, -56
+	PUSH_CFI	%rbp
+	PUSH_CFI	%rbx
+	PUSH_CFI	%r12
+	PUSH_CFI	%r13
+	PUSH_CFI	%r14
+	PUSH_CFI	%r15
 .endm
 
 /*

@@ -25,6 +25,7 @@
  * Layout of struct xf__regs: src/xstate/regs.h.  The x87 stack is read
  * with FXSAVE (which leaves it alone) into a scratch area on our stack.
  */
+#include "arch/asm.h"
 #include "xstate/regs.h"
 
 #define SPIN_GETPPID 1 /* a system call in every iteration */
@@ -51,23 +52,13 @@
 	jne	.Lmismatch
 .endm
 
-	.globl	xf_test_spin
-	.type	xf_test_spin, @function
-	.align	16
-xf_test_spin:
-	.cfi_startproc
-	pushq	%rbp
-	.cfi_adjust_cfa_offset 8
-	pushq	%rbx
-	.cfi_adjust_cfa_offset 8
-	pushq	%r12
-	.cfi_adjust_cfa_offset 8
-	pushq	%r13
-	.cfi_adjust_cfa_offset 8
-	pushq	%r14
-	.cfi_adjust_cfa_offset 8
-	pushq	%r15
-	.cfi_adjust_cfa_offset 8
+FUNCTION xf_test_spin
+	PUSH_CFI	%rbp
+	PUSH_CFI	%rbx
+	PUSH_CFI	%r12
+	PUSH_CFI	%r13
+	PUSH_CFI	%r14
+	PUSH_CFI	%r15
 	subq	$SCRATCH+8, %rsp		/* FXSAVE area; keeps rsp 16-aligned */
 	.cfi_adjust_cfa_offset SCRATCH+8
 	movq	%rdi, %r12			/* want */
@@ -190,14 +181,13 @@ xf_test_spin:
 .Lreturn:
 	addq	$SCRATCH+8, %rsp
 	.cfi_adjust_cfa_offset -(SCRATCH+8)
-	popq	%r15
-	popq	%r14
-	popq	%r13
-	popq	%r12
-	popq	%rbx
-	popq	%rbp
+	POP_CFI	%r15
+	POP_CFI	%r14
+	POP_CFI	%r13
+	POP_CFI	%r12
+	POP_CFI	%rbx
+	POP_CFI	%rbp
 	ret
-	.cfi_endproc
-	.size	xf_test_spin, .-xf_test_spin
+END_FUNCTION xf_test_spin
 
 	.section .note.GNU-stack,"",%progbits

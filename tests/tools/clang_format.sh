@@ -24,7 +24,7 @@ case $out in
 	echo "lines changed since ${since%${since#???????????}}: formatted"
 	exit 0 ;;
 esac
-echo "$out"
+printf '%s\n' "$out"
 echo "lines changed since $since are not formatted as .clang-format says:"
 echo "run 'git clang-format $since' and commit the result"
 exit 1

@@ -22,21 +22,22 @@
  * stack, lowest address first:
  *   +0 MXCSR  +4 x87 CW  +8 r15 r14 r13 r12 rbx rbp  +56 return address
  */
+#include "xfiber_internal.h"
+
 	.file	"minswitch_x86_64_sysv_elf_gas.S"
 	.text
 
-/* void min_switch(void **save_sp [rdi], void *next_sp [rsi]) */
-	.type	min_switch, @function
-	.align	16
-min_switch:
-	.cfi_startproc
-	pushq	%rbp
-	pushq	%rbx
-	pushq	%r12
-	pushq	%r13
-	pushq	%r14
-	pushq	%r15
+/* void min_switch(void **save_sp [rdi], void *next_sp [rsi]): both sides'
+ * frames have the same layout, so the unwind notes hold across the switch. */
+FUNCTION min_switch
+	PUSH_CFI	%rbp
+	PUSH_CFI	%rbx
+	PUSH_CFI	%r12
+	PUSH_CFI	%r13
+	PUSH_CFI	%r14
+	PUSH_CFI	%r15
 	subq	$8, %rsp
+	.cfi_adjust_cfa_offset 8
 	stmxcsr	(%rsp)			/* callee-saved: MXCSR */
 	fnstcw	4(%rsp)			/* callee-saved: x87 control word */
 	movq	%rsp, (%rdi)		/* publish the outgoing stack pointer */
@@ -44,30 +45,21 @@ min_switch:
 	ldmxcsr	(%rsp)			/* reload both, whether or not they differ */
 	fldcw	4(%rsp)
 	addq	$8, %rsp
-	popq	%r15
-	popq	%r14
-	popq	%r13
-	popq	%r12
-	popq	%rbx
-	popq	%rbp
+	.cfi_adjust_cfa_offset -8
+	POP_CFI	%r15
+	POP_CFI	%r14
+	POP_CFI	%r13
+	POP_CFI	%r12
+	POP_CFI	%rbx
+	POP_CFI	%rbp
 	ret
-	.cfi_endproc
-	.size	min_switch, .-min_switch
+END_FUNCTION min_switch
 
-	.globl	xf_fb_minimal_switch_loop
-	.hidden	xf_fb_minimal_switch_loop
-	.type	xf_fb_minimal_switch_loop, @function
-	.align	16
-xf_fb_minimal_switch_loop:
-	.cfi_startproc
-	pushq	%rbx
-	.cfi_adjust_cfa_offset 8
-	pushq	%r12
-	.cfi_adjust_cfa_offset 8
-	pushq	%r13
-	.cfi_adjust_cfa_offset 8
-	pushq	%r14
-	.cfi_adjust_cfa_offset 8
+FUNCTION xf_fb_minimal_switch_loop
+	PUSH_CFI	%rbx
+	PUSH_CFI	%r12
+	PUSH_CFI	%r13
+	PUSH_CFI	%r14
 	/* The partner's first frame, at its stack's 16-aligned top: our
 	 * MXCSR and control word, and callee-saved registers that make it
 	 * run the loop below from .Lround (or .Lpartner_round), as if back
@@ -112,11 +104,13 @@ xf_fb_minimal_switch_loop:
 	shlq	$32, %rdx
 	orq	%rdx, %rax
 	subq	%r14, %rax		/* ticks */
-	popq	%r14
-	popq	%r13
-	popq	%r12
-	popq	%rbx
+	.cfi_remember_state
+	POP_CFI	%r14
+	POP_CFI	%r13
+	POP_CFI	%r12
+	POP_CFI	%rbx
 	ret
+	.cfi_restore_state
 /* The partner's loop of its own, for two_sites. */
 .Lpartner_next:
 	movq	%r12, %rdi
@@ -124,8 +118,7 @@ xf_fb_minimal_switch_loop:
 	call	min_switch		/* not our call site: the return mispredicts */
 .Lpartner_round:
 	jmp	.Lpartner_next		/* rbx unused: the partner never finishes */
-	.cfi_endproc
-	.size	xf_fb_minimal_switch_loop, .-xf_fb_minimal_switch_loop
+END_FUNCTION xf_fb_minimal_switch_loop
 
 	.bss
 	.align	8

@@ -4,18 +4,13 @@
  * byte the kernel wrote; the C handler gets it as a fourth argument, so the
  * frame size is measured exactly rather than from inside a C stack frame.
  */
+#include "xfiber_internal.h"
+
 	.file	"sig_x86_64_sysv_elf_gas.S"
 	.text
-	.globl	xf__bench_sig_entry
-	.hidden	xf__bench_sig_entry
-	.type	xf__bench_sig_entry, @function
-	.align	16
-xf__bench_sig_entry:
-	.cfi_startproc
-	endbr64
+FUNCTION xf__bench_sig_entry
 	movq	%rsp, %rcx
 	jmp	xf__bench_sig_handler		/* same stack: alignment unchanged */
-	.cfi_endproc
-	.size	xf__bench_sig_entry, .-xf__bench_sig_entry
+END_FUNCTION xf__bench_sig_entry
 
 	.section .note.GNU-stack,"",%progbits
