@@ -49,6 +49,25 @@
 	.cfi_adjust_cfa_offset -8
 	.cfi_restore \reg
 .endm
+/* The SysV ABI's callee-saved registers, pushed in the order of the
+ * switch frame (arch/context.h: rbp highest, r15 lowest), and popped. */
+.macro PUSH_CALLEE_SAVED
+	PUSH_CFI	%rbp
+	PUSH_CFI	%rbx
+	PUSH_CFI	%r12
+	PUSH_CFI	%r13
+	PUSH_CFI	%r14
+	PUSH_CFI	%r15
+.endm
+
+.macro POP_CALLEE_SAVED
+	POP_CFI	%r15
+	POP_CFI	%r14
+	POP_CFI	%r13
+	POP_CFI	%r12
+	POP_CFI	%rbx
+	POP_CFI	%rbp
+.endm
 /* clang-format on */
 #endif
 

@@ -152,12 +152,7 @@
 .Lerrno_restored\@:
 	movl	$\prev_state, XF_F_ON_CPU(%rsi)	/* prev is off this CPU: last (x86 keeps
 						 * store order) */
-	POP_CFI	%r15
-	POP_CFI	%r14
-	POP_CFI	%r13
-	POP_CFI	%r12
-	POP_CFI	%rbx
-	POP_CFI	%rbp
+	POP_CALLEE_SAVED
 .if \in_c
 	movq	%rdi, %rax			/* hand over: the worker, */
 	movq	%rcx, %rdx			/* and the tagged outgoing fiber */
@@ -174,18 +169,11 @@
 	jmp	.Lword_set\@
 .endm
 
-/* The frame of context.h: the callee-saved GPRs; MXCSR and the control word
- * go below them, in the red zone.  The register rules are relative to the
- * CFA, so they stay right across the stack switch: both frames have the same
- * layout below their return address. */
-.macro PUSH_FRAME
-	PUSH_CFI	%rbp
-	PUSH_CFI	%rbx
-	PUSH_CFI	%r12
-	PUSH_CFI	%r13
-	PUSH_CFI	%r14
-	PUSH_CFI	%r15
-.endm
+/* The frame of context.h is PUSH_CALLEE_SAVED (arch/asm.h): the callee-saved
+ * GPRs; MXCSR and the control word go below them, in the red zone.  The
+ * register rules are relative to the CFA, so they stay right across the
+ * stack switch: both frames have the same layout below their return
+ * address. */
 
 /*
  * The rest of xf_yield's way out, once it knows it switches: next runs and
@@ -197,7 +185,7 @@
 	movq	XF_F_RUN_NEXT(%rdx), %rax	/* xf__runq_rotate: the new head is next's */
 	movq	%rax, XF_W_RUNQ_HEAD(%rdi)	/* successor (prev, when next waited alone) */
 	movq	%rsi, XF_W_RUNQ_TAIL(%rdi)	/* and prev waits last */
-	PUSH_FRAME				/* MXCSR is in its slot already */
+	PUSH_CALLEE_SAVED			/* MXCSR is in its slot already */
 	movl	XF_CTX_MXCSR(%rsp), %r8d	/* r8d to compare */
 	SWITCH_OUT \tag
 .endm
@@ -218,7 +206,7 @@
  * settle, without reading either back from memory.
  */
 FUNCTION xf__context_switch
-	PUSH_FRAME
+	PUSH_CALLEE_SAVED
 	movl	(%rcx), %r8d			/* MXCSR, as the caller stored it */
 	movl	%r8d, XF_CTX_MXCSR(%rsp)	/* keep it, and r8d to compare */
 	movl	XF_F_ON_CPU(%rdx), %r11d	/* how next left: where it resumes */
@@ -246,7 +234,7 @@ END_FUNCTION xf__context_switch
 #ifndef XF_SWITCH_ANNOTATED
 PUBLIC_FUNCTION xf_yield
 	.cfi_remember_state
-	/* MXCSR first of all, into its slot below the frame PUSH_FRAME will
+	/* MXCSR first of all, into its slot below the frame PUSH_CALLEE_SAVED will
 	 * push (red zone): the switch reads it back, and the later the
 	 * cheaper. */
 	stmxcsr	XF_CTX_MXCSR-XF_CTX_RIP(%rsp)

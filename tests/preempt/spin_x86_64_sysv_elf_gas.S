@@ -53,12 +53,7 @@
 .endm
 
 FUNCTION xf_test_spin
-	PUSH_CFI	%rbp
-	PUSH_CFI	%rbx
-	PUSH_CFI	%r12
-	PUSH_CFI	%r13
-	PUSH_CFI	%r14
-	PUSH_CFI	%r15
+	PUSH_CALLEE_SAVED
 	subq	$SCRATCH+8, %rsp		/* FXSAVE area; keeps rsp 16-aligned */
 	.cfi_adjust_cfa_offset SCRATCH+8
 	movq	%rdi, %r12			/* want */
@@ -181,12 +176,7 @@ FUNCTION xf_test_spin
 .Lreturn:
 	addq	$SCRATCH+8, %rsp
 	.cfi_adjust_cfa_offset -(SCRATCH+8)
-	POP_CFI	%r15
-	POP_CFI	%r14
-	POP_CFI	%r13
-	POP_CFI	%r12
-	POP_CFI	%rbx
-	POP_CFI	%rbp
+	POP_CALLEE_SAVED
 	ret
 END_FUNCTION xf_test_spin
 

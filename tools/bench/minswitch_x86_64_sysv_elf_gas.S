@@ -30,12 +30,7 @@
 /* void min_switch(void **save_sp [rdi], void *next_sp [rsi]): both sides'
  * frames have the same layout, so the unwind notes hold across the switch. */
 FUNCTION min_switch
-	PUSH_CFI	%rbp
-	PUSH_CFI	%rbx
-	PUSH_CFI	%r12
-	PUSH_CFI	%r13
-	PUSH_CFI	%r14
-	PUSH_CFI	%r15
+	PUSH_CALLEE_SAVED
 	subq	$8, %rsp
 	.cfi_adjust_cfa_offset 8
 	stmxcsr	(%rsp)			/* callee-saved: MXCSR */
@@ -46,12 +41,7 @@ FUNCTION min_switch
 	fldcw	4(%rsp)
 	addq	$8, %rsp
 	.cfi_adjust_cfa_offset -8
-	POP_CFI	%r15
-	POP_CFI	%r14
-	POP_CFI	%r13
-	POP_CFI	%r12
-	POP_CFI	%rbx
-	POP_CFI	%rbp
+	POP_CALLEE_SAVED
 	ret
 END_FUNCTION min_switch
 
