@@ -27,16 +27,18 @@ set(XF_CPU_MODELS
 #   runtime.fork.fiber|first qemu 7.2 aborts in the child (an assertion in its RCU
 #                            or plugin code) when a fiber forks and the child runs
 #                            fibers on; fork.exec, .thread and .ghosts run
-#   runtime.overflow         qemu 7.2 ignores MADV_GUARD_INSTALL and returns 0, so
-#                            there is no guard to hit (runtime.overflow.mprotect runs)
-#   runtime.steal.*          a deadline on how soon an idle worker takes queued work
+#   sched.overflow           qemu 7.2 ignores MADV_GUARD_INSTALL and returns 0, so
+#                            there is no guard to hit (sched.overflow.mprotect runs)
+#   sched.steal.*            a deadline on how soon an idle worker takes queued work
 #                            (1 s), which under TCG on a shared machine came within 7%
 #                            of failing; nothing in them depends on the CPU model
 # And tests whose program is not one of the project's (below).
-set(XF_CPU_EXCLUDED "^runtime\\.(probes\\.|fork\\.(fiber|first)$|overflow$|steal\\.)")
+set(XF_CPU_EXCLUDED "^(runtime\\.(probes\\.|fork\\.(fiber|first)$)|sched\\.(overflow$|steal\\.))")
 # The engine's, the runtime's and preemption's tests, and `xfiber info`'s,
 # which checks discovery against CPUID.
-set(XF_CPU_FOLDERS xstate info runtime preempt)
+set(XF_CPU_FOLDERS xstate info runtime sched preempt)
+# And of sync/, the runtime's own objects (the C library's locks are not).
+set(XF_CPU_ALSO "^sync\\.(objects|chan_xstate)$")
 # TCG runs the tests several times slower; a hang still fails.
 set(XF_CPU_TIMEOUT_FACTOR 2)
 
@@ -64,7 +66,8 @@ endfunction()
 # xf_add_cpus_twins(NAME FOLDER TIMEOUT ENV PASS PROGRAM ARGS...): called by
 # xf_add_test for every test.
 function(xf_add_cpus_twins name folder timeout env pass program)
-  if(NOT folder IN_LIST XF_CPU_FOLDERS OR name MATCHES "${XF_CPU_EXCLUDED}")
+  if(NOT (folder IN_LIST XF_CPU_FOLDERS OR name MATCHES "${XF_CPU_ALSO}") OR
+     name MATCHES "${XF_CPU_EXCLUDED}")
     return()
   endif()
   # Only the project's own programs: a script (runtime.memcheck's Valgrind)

@@ -1,5 +1,5 @@
 /*
- * test_sync.c - mutex, cond, sem and chan under contention from fibers on
+ * test_objects.c - mutex, cond, sem and chan under contention from fibers on
  * several workers: no lost wake-up, no double delivery, per-sender FIFO,
  * timed waits, and every misuse's errno.
  */

@@ -24,7 +24,7 @@
  * afterwards.  The same tick with a pc elsewhere in the C library must
  * poll it, which shows that the call reaches the handler at all.
  *
- * usage: runtime_test_sigreturn
+ * usage: sched_test_sigreturn
  */
 #define _GNU_SOURCE
 #include <signal.h>
