@@ -121,9 +121,6 @@ static void blocking_fork(enum xf__fork_phase phase)
 	}
 }
 
-XF_HOOK(blocking_hook) = {
-    .module = "io/blocking", .fork_order = XF_FORK_ORDER_BLOCKING, .fork = blocking_fork};
-
 int xf_blocking(void *(*fn)(void *), void *arg, void **result)
 {
 	struct xf_fiber *self = xf__self_may_wait();
@@ -181,9 +178,10 @@ int xf_blocking(void *(*fn)(void *), void *arg, void **result)
 	return xf__cancel_pending(self) ? ECANCELED : 0;
 }
 
-/* xf_cancel of f, which waits in xf_blocking (sched/cancel.c): its job, if
- * no helper has taken it yet, leaves the queue and the wait ends. */
-void xf__blocking_cancel(struct xf_fiber *f)
+/* xf_cancel of f, which waits in xf_blocking (sched/cancel.c, through the
+ * hook below): its job, if no helper has taken it yet, leaves the queue and
+ * the wait ends. */
+static void blocking_cancel(struct xf_fiber *f)
 {
 	struct job **link, *prev = NULL;
 	bool won = false;
@@ -203,6 +201,12 @@ void xf__blocking_cancel(struct xf_fiber *f)
 	if (won)
 		xf__wake(f);
 }
+
+XF_HOOK(blocking_hook) = {.module = "io/blocking",
+			  .fork_order = XF_FORK_ORDER_BLOCKING,
+			  .fork = blocking_fork,
+			  .cancel_wait_kind = XF_WAIT_ON_BLOCKING_CALL,
+			  .cancel_wait = blocking_cancel};
 
 /* --- regular files and names --- */
 

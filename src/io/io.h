@@ -232,9 +232,6 @@ void xf__io_cancel_all(void);
 /* --- the blocking pool (blocking.c) --- */
 int xf__blocking_start(unsigned max_threads);
 void xf__blocking_stop(void);
-/* xf_cancel of f, waiting in xf_blocking: withdraws its job if no helper
- * has taken it, ending the wait (sched/cancel.c). */
-void xf__blocking_cancel(struct xf_fiber *f);
 void xf__poller_fork_child(void);
 void xf__poller_release(void);
 

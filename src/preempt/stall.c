@@ -35,8 +35,8 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include "common/text.h"
 #include "preempt/preempt.h"
-#include "runtime/runtime.h" /* the writer, shared with the dump */
 #include "sched/sched.h"
 
 #define STALL_DEFAULT_MS   2000
@@ -137,6 +137,40 @@ __attribute__((force_align_arg_pointer)) void xf__stall_capture(const struct xf_
 	atomic_store_explicit(&capture.state, CAPTURE_DONE, memory_order_release);
 }
 
+/* Writes the report to stderr, naming its frames as the dump does; from
+ * the reporter thread. */
+static void stall_write(const struct xf__stall_report *r)
+{
+	struct xf__text o = {0};
+
+	xf__text_printf(&o,
+			"xfiber: worker %u (thread %d) %s: it runs code that cannot be preempted "
+			"(XFIBER_STALL_MS=off silences this)\n",
+			r->worker, r->tid, r->what);
+	xf__text_printf(&o, "fiber %lu", (unsigned long)r->fiber_id);
+	if (r->name[0])
+		xf__text_printf(&o, " \"%s\"", r->name);
+	xf__text_printf(&o, " [running on worker %u (thread %d)]:\n", r->worker, r->tid);
+	for (unsigned i = 0; i < r->nr; i++) {
+		xf__text_printf(&o, "    #%-2u ", i);
+		xf__text_address(&o, r->pc[i], i == 0); /* the first: the interrupted instruction */
+	}
+	if (!r->nr)
+		xf__text_printf(&o, "    (no backtrace: the thread did not answer)\n");
+	if (r->fn) {
+		xf__text_printf(&o, "    entry ");
+		xf__text_address(&o, (uintptr_t)r->fn, true);
+	}
+	if (r->spawn_site) {
+		xf__text_printf(&o, "    spawned at ");
+		xf__text_address(&o, (uintptr_t)r->spawn_site, false);
+	}
+	xf__text_printf(&o, "\n");
+	if (o.buf)
+		xf__write_all(STDERR_FILENO, o.buf, o.len, write);
+	free(o.buf);
+}
+
 /* --- the reporter thread --- */
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val)
@@ -157,7 +191,7 @@ static void *reporter_main(void *arg)
 		if (atomic_load(&reporter.stopping))
 			break;
 		if (atomic_load_explicit(&reporter.busy, memory_order_acquire)) {
-			xf__stall_write(&reporter.r);
+			stall_write(&reporter.r);
 			atomic_store_explicit(&reporter.busy, false, memory_order_release);
 			continue;
 		}

@@ -23,6 +23,7 @@
 #include <unwind.h>
 
 #include "arch/context.h"
+#include "common/text.h"
 #include "runtime/runtime.h"
 #include "sched/sched.h"
 
@@ -30,67 +31,10 @@ static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* --- the dump --- */
 
-struct out {
-	char *buf;
-	size_t len, cap;
-	bool failed; /* out of memory: the dump says so at its end */
-};
-
-static void __attribute__((format(printf, 2, 3))) out_printf(struct out *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (o->failed)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			o->failed = true;
-			return;
-		}
-		if ((size_t)n < o->cap - o->len) {
-			o->len += (size_t)n;
-			return;
-		}
-		size_t cap = 2 * o->cap + (size_t)n + 4096;
-		char *buf = realloc(o->buf, cap);
-		if (!buf) {
-			o->failed = true;
-			return;
-		}
-		o->buf = buf;
-		o->cap = cap;
-	}
-}
-
-/* One code address, as "name+0xoff (object+0xoff)", or as much of it as
- * the dynamic symbols tell: the object and offset are what addr2line
- * takes for the rest. */
-static void out_address(struct out *o, uintptr_t pc, bool before_insn)
-{
-	/* A return address is past its call: look up the call itself. */
-	uintptr_t at = before_insn || !pc ? pc : pc - 1;
-	Dl_info info;
-
-	out_printf(o, "0x%016lx", (unsigned long)pc);
-	if (!dladdr((void *)at, &info) || !info.dli_fname) {
-		out_printf(o, " ?\n");
-		return;
-	}
-	if (info.dli_sname)
-		out_printf(o, " in %s+0x%lx", info.dli_sname,
-			   (unsigned long)(pc - (uintptr_t)info.dli_saddr));
-	out_printf(o, " (%s+0x%lx)\n", info.dli_fname,
-		   (unsigned long)(pc - (uintptr_t)info.dli_fbase));
-}
-
 #define DUMP_FRAMES_MAX 64
 
 struct trace {
-	struct out *o;
+	struct xf__text *o;
 	unsigned frames, skip; /* skip: ours, before the fiber's own */
 };
 
@@ -109,16 +53,16 @@ static _Unwind_Reason_Code trace_frame(struct _Unwind_Context *ctx, void *arg)
 	if (!pc)
 		return _URC_END_OF_STACK;
 	if (t->frames == DUMP_FRAMES_MAX) {
-		out_printf(t->o, "    ...\n");
+		xf__text_printf(t->o, "    ...\n");
 		return _URC_END_OF_STACK;
 	}
-	out_printf(t->o, "    #%-2u ", t->frames++);
-	out_address(t->o, pc, before_insn);
+	xf__text_printf(t->o, "    #%-2u ", t->frames++);
+	xf__text_address(t->o, pc, before_insn);
 	return _URC_NO_REASON;
 }
 
 /* The caller's own backtrace, from the caller of xf_dump. */
-static __attribute__((noinline)) void trace_self(struct out *o)
+static __attribute__((noinline)) void trace_self(struct xf__text *o)
 {
 	struct trace t = {o, 0, 2}; /* this function, xf_dump */
 
@@ -163,72 +107,73 @@ static bool switch_frame_valid(const struct xf_fiber *f)
 }
 
 /* The end of a fiber's entry: where it began, and an empty line. */
-static void out_origin(struct out *o, const struct xf_fiber *f)
+static void out_origin(struct xf__text *o, const struct xf_fiber *f)
 {
 	if (f->fn) {
-		out_printf(o, "    entry ");
-		out_address(o, (uintptr_t)f->fn, true);
+		xf__text_printf(o, "    entry ");
+		xf__text_address(o, (uintptr_t)f->fn, true);
 	}
 	if (f->spawn_site) {
-		out_printf(o, "    spawned at ");
-		out_address(o, (uintptr_t)f->spawn_site, false);
+		xf__text_printf(o, "    spawned at ");
+		xf__text_address(o, (uintptr_t)f->spawn_site, false);
 	}
-	out_printf(o, "\n");
+	xf__text_printf(o, "\n");
 }
 
-static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber *self)
+static void dump_fiber(struct xf__text *o, struct xf_fiber *f, const struct xf_fiber *self)
 {
 	unsigned worker = 0;
 	bool running = is_current(f, &worker);
 	bool unwind = false;
 
-	out_printf(o, "fiber %lu", (unsigned long)f->id);
+	xf__text_printf(o, "fiber %lu", (unsigned long)f->id);
 	if (f->name)
-		out_printf(o, " \"%s\"", f->name);
-	out_printf(o, " [");
+		xf__text_printf(o, " \"%s\"", f->name);
+	xf__text_printf(o, " [");
 	if (f == self) {
-		out_printf(o, "running on worker %u: the caller of xf_dump", worker);
+		xf__text_printf(o, "running on worker %u: the caller of xf_dump", worker);
 	} else if (running) {
-		out_printf(o, "running on worker %u (thread %d)", worker,
-			   xf__rt.workers[worker].tid);
+		xf__text_printf(o, "running on worker %u (thread %d)", worker,
+				xf__rt.workers[worker].tid);
 	} else if (!settles_off_cpu(f)) {
-		out_printf(o, "switching out");
+		xf__text_printf(o, "switching out");
 	} else if (!switch_frame_valid(f)) {
 		/* A fiber being made by a spawn that is not done yet. */
-		out_printf(o, "starting");
+		xf__text_printf(o, "starting");
 	} else {
 		unwind = true;
 		if (f->preempted)
-			out_printf(o, "preempted, runnable on worker %d", f->home);
+			xf__text_printf(o, "preempted, runnable on worker %d", f->home);
 		else if (atomic_load_explicit(&f->wait_state, memory_order_relaxed) ==
 			     XF_WAIT_WAITING &&
 			 (f->wait_kind == XF_WAIT_ON_SLEEP ||
 			  f->wait_kind == XF_WAIT_ON_LIBC_SLEEP))
-			out_printf(o, "sleeping");
+			xf__text_printf(o, "sleeping");
 		else if (atomic_load_explicit(&f->wait_state, memory_order_relaxed) ==
 			     XF_WAIT_WAITING &&
 			 f->wait_kind != XF_WAIT_ON_NOTHING) {
 			if (f->wait_kind == XF_WAIT_ON_IO)
-				out_printf(o, "blocked on I/O fd %lu",
-					   (unsigned long)(uintptr_t)f->wait_object);
+				xf__text_printf(o, "blocked on I/O fd %lu",
+						(unsigned long)(uintptr_t)f->wait_object);
 			else if (f->wait_kind == XF_WAIT_ON_JOIN)
-				out_printf(
+				xf__text_printf(
 				    o, "blocked on join of fiber %lu",
 				    (unsigned long)((const struct xf_fiber *)f->wait_object)->id);
 			else if (f->wait_object)
-				out_printf(o, "blocked on %s %p", xf__wait_kind_name(f->wait_kind),
-					   f->wait_object);
+				xf__text_printf(o, "blocked on %s %p",
+						xf__wait_kind_name(f->wait_kind), f->wait_object);
 			else
-				out_printf(o, "blocked on %s", xf__wait_kind_name(f->wait_kind));
+				xf__text_printf(o, "blocked on %s",
+						xf__wait_kind_name(f->wait_kind));
 		} else
-			out_printf(o, "runnable on worker %d", f->home);
+			xf__text_printf(o, "runnable on worker %d", f->home);
 	}
-	out_printf(o, "]");
+	xf__text_printf(o, "]");
 	if (f->flags & XF_FIBER_F_PINNED)
-		out_printf(o, " pinned");
+		xf__text_printf(o, " pinned");
 	if (__atomic_load_n(&f->batch, __ATOMIC_RELAXED))
-		out_printf(o, " batch"); /* xf_fiber_set_batch */
-	out_printf(o, ":\n");
+		xf__text_printf(o, " batch"); /* xf_fiber_set_batch */
+	xf__text_printf(o, ":\n");
 	if (f == self)
 		trace_self(o);
 	else if (unwind) {
@@ -236,13 +181,13 @@ static void dump_fiber(struct out *o, struct xf_fiber *f, const struct xf_fiber 
 
 		xf__backtrace_switched(f->sp, trace_frame, &t);
 	} else {
-		out_printf(o, "    (no backtrace: it runs on another thread)\n");
+		xf__text_printf(o, "    (no backtrace: it runs on another thread)\n");
 	}
 	out_origin(o, f);
 }
 
 /* Every live user fiber, in arena order. */
-static void dump_fibers(struct out *o, const struct xf_fiber *self)
+static void dump_fibers(struct xf__text *o, const struct xf_fiber *self)
 {
 	struct xf_fiber **chunks;
 	size_t nr;
@@ -266,32 +211,22 @@ static void dump_fibers(struct out *o, const struct xf_fiber *self)
 			if (atomic_load_explicit(&f->state, memory_order_acquire) ==
 				XF_FIBER_DONE ||
 			    __atomic_load_n(&f->exiting, __ATOMIC_ACQUIRE)) {
-				out_printf(o, "fiber %lu [finished, not joined yet]\n\n",
-					   (unsigned long)f->id);
+				xf__text_printf(o, "fiber %lu [finished, not joined yet]\n\n",
+						(unsigned long)f->id);
 				continue;
 			}
 			live++;
 			dump_fiber(o, f, self);
 		}
 	free(chunks);
-	out_printf(o, "xfiber: %u live fibers\n", live);
+	xf__text_printf(o, "xfiber: %u live fibers\n", live);
 }
 
 /* From a fiber, with xf_write: the reader of a pipe may be a fiber of the
  * same worker. */
 static int write_all(int fd, const char *buf, size_t len, bool fiber)
 {
-	while (len) {
-		ssize_t n = fiber ? xf_write(fd, buf, len) : write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return xf__write_all(fd, buf, len, fiber ? xf_write : write);
 }
 
 /* fiber_write: through xf_write, which lets the worker run other fibers
@@ -300,7 +235,7 @@ static int write_all(int fd, const char *buf, size_t len, bool fiber)
 static int dump_to(int fd, bool fiber_write)
 {
 	struct xf_fiber *self = xf__self();
-	struct out o = {0};
+	struct xf__text o = {0};
 	int err;
 
 	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
@@ -316,7 +251,8 @@ static int dump_to(int fd, bool fiber_write)
 	pthread_mutex_lock(&dump_lock);
 	if (self)
 		xf__preempt_disable();
-	out_printf(&o, "xfiber: dump of pid %d, %u workers\n\n", (int)getpid(), xf__rt.nr_workers);
+	xf__text_printf(&o, "xfiber: dump of pid %d, %u workers\n\n", (int)getpid(),
+			xf__rt.nr_workers);
 	xf__world_stop();
 	dump_fibers(&o, self);
 	xf__world_start();
@@ -325,7 +261,7 @@ static int dump_to(int fd, bool fiber_write)
 	pthread_mutex_unlock(&dump_lock);
 	xf__runtime_release();
 	if (o.failed)
-		out_printf(&o, "xfiber: dump cut short: out of memory\n");
+		xf__text_printf(&o, "xfiber: dump cut short: out of memory\n");
 	err = o.buf ? write_all(fd, o.buf, o.len, fiber_write && self) : ENOMEM;
 	free(o.buf);
 	return err;
@@ -339,38 +275,6 @@ int xf_dump(int fd)
 int xf__dump_unwaited(int fd)
 {
 	return dump_to(fd, false);
-}
-
-void xf__stall_write(const struct xf__stall_report *r)
-{
-	struct out o = {0};
-
-	out_printf(&o,
-		   "xfiber: worker %u (thread %d) %s: it runs code that cannot be preempted "
-		   "(XFIBER_STALL_MS=off silences this)\n",
-		   r->worker, r->tid, r->what);
-	out_printf(&o, "fiber %lu", (unsigned long)r->fiber_id);
-	if (r->name[0])
-		out_printf(&o, " \"%s\"", r->name);
-	out_printf(&o, " [running on worker %u (thread %d)]:\n", r->worker, r->tid);
-	for (unsigned i = 0; i < r->nr; i++) {
-		out_printf(&o, "    #%-2u ", i);
-		out_address(&o, r->pc[i], i == 0); /* the first: the interrupted instruction */
-	}
-	if (!r->nr)
-		out_printf(&o, "    (no backtrace: the thread did not answer)\n");
-	if (r->fn) {
-		out_printf(&o, "    entry ");
-		out_address(&o, (uintptr_t)r->fn, true);
-	}
-	if (r->spawn_site) {
-		out_printf(&o, "    spawned at ");
-		out_address(&o, (uintptr_t)r->spawn_site, false);
-	}
-	out_printf(&o, "\n");
-	if (o.buf)
-		write_all(STDERR_FILENO, o.buf, o.len, false);
-	free(o.buf);
 }
 
 /* --- the dump signal --- */

@@ -66,3 +66,14 @@ void xf__hooks_fiber_exit(struct xf_fiber *f)
 	for (unsigned i = 0; i < nr_exit_hooks; i++)
 		exit_hooks[i](f);
 }
+
+bool xf__hooks_cancel_wait(struct xf_fiber *f, unsigned kind)
+{
+	for (const struct xf__hook *h = __start_xf_hooks; h < __stop_xf_hooks; h++) {
+		if (h->cancel_wait && h->cancel_wait_kind == kind) {
+			h->cancel_wait(f);
+			return true;
+		}
+	}
+	return false;
+}

@@ -12,6 +12,10 @@
  *               each other.
  *   fiber_exit  a fiber ends (or the first fiber, at xf_shutdown): what
  *               the module kept for it goes.
+ *   cancel_wait xf_cancel of a fiber in a wait of kind cancel_wait_kind,
+ *               which the module holds in a queue of its own, with no wait
+ *               queue lock to find it by: the module ends it
+ *               (sched/cancel.c).
  *
  * The C library calls a module replaces are resolved by xf_init calling
  * each module's resolver by name (runtime/runtime.c): that reference is
@@ -25,6 +29,7 @@
 #define XF_RUNTIME_HOOKS_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #pragma GCC visibility push(hidden)
 
@@ -37,6 +42,8 @@ struct xf__hook {
 	unsigned fork_order;
 	void (*fork)(enum xf__fork_phase phase);
 	void (*fiber_exit)(struct xf_fiber *f);
+	unsigned cancel_wait_kind; /* an XF_WAIT_ON_* (sched.h); 0: none */
+	void (*cancel_wait)(struct xf_fiber *f);
 };
 
 #define XF_HOOK(var)                                                                               \
@@ -70,6 +77,11 @@ void xf__hooks_fork(enum xf__fork_phase phase);
  * xf_init, into a short array (a fiber's exit is on the spawn path). */
 void xf__hooks_fiber_exit(struct xf_fiber *f);
 void xf__hooks_init(void);
+
+/* The cancel_wait hook of the module whose waits are of this kind, called
+ * for f: whether there was one.  Cancelling is rare: a walk of the
+ * section. */
+bool xf__hooks_cancel_wait(struct xf_fiber *f, unsigned kind);
 
 #pragma GCC visibility pop
 

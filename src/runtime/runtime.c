@@ -26,8 +26,13 @@
 #include "runtime/hooks.h"
 #include "runtime/runtime.h"
 
-/* Serialises xf_init and xf_shutdown against each other. */
-static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
+/* The first fiber returned or called xf_exit: as pthread_exit in main,
+ * the process ends when the rest has (sched/fiber.c calls this). */
+static _Noreturn void first_fiber_exit(void)
+{
+	xf_shutdown();
+	exit(0);
+}
 
 /* A context for a thread that already runs: its own stack, already on cpu.
  * thread_context_bind() completes it on that thread. */
@@ -202,6 +207,7 @@ static int start(const xf_config *cfg)
 	w0 = &xf__rt.workers[0];
 	worker_enter(w0);
 	xf__rt.first = thread_context(w0, XF_FIBER_F_FIRST | XF_FIBER_F_PINNED);
+	xf__rt.first_fiber_exit = first_fiber_exit;
 	idle0 = xf__fiber_alloc(w0);
 	if (!xf__rt.first || !idle0) {
 		err = ENOMEM;
@@ -280,39 +286,6 @@ fail:
 	return err;
 }
 
-/*
- * A fiber holds the lifecycle lock with preemption disabled, and blocks on
- * nothing meanwhile: fork()'s prepare handler takes the lock with
- * preemption disabled (fork.c), and on a thread where another fiber held it
- * switched out, it would wait for a fiber that cannot run - refused as
- * misuse, an abort (an xf_dump preempted while a fiber of its worker
- * forked did that every time).
- */
-static void lifecycle_lock(void)
-{
-	if (xf__self())
-		xf__preempt_disable();
-	pthread_mutex_lock(&lifecycle);
-}
-
-static void lifecycle_unlock(void)
-{
-	pthread_mutex_unlock(&lifecycle);
-	if (xf__self())
-		xf__preempt_enable();
-}
-
-bool xf__runtime_hold(void)
-{
-	lifecycle_lock();
-	return atomic_load(&xf__rt.running);
-}
-
-void xf__runtime_release(void)
-{
-	lifecycle_unlock();
-}
-
 int xf_init(const xf_config *cfg)
 {
 	static const xf_config defaults;
@@ -336,12 +309,12 @@ int xf_init(const xf_config *cfg)
 	xf__io_interpose_resolve();
 	xf__hooks_init();
 	xf__fork_handlers_register();
-	pthread_mutex_lock(&lifecycle);
+	pthread_mutex_lock(&xf__lifecycle);
 	if (atomic_load(&xf__rt.running) || xf__this_worker())
 		err = EBUSY;
 	else
 		err = start(cfg);
-	pthread_mutex_unlock(&lifecycle);
+	pthread_mutex_unlock(&xf__lifecycle);
 	if (!err)
 		xf__dump_signal_start();
 	return err;
@@ -360,7 +333,7 @@ static void fork_child(void)
 	struct xf__worker *w = xf__tls_worker;
 	struct xf_fiber *f;
 
-	pthread_mutex_init(&lifecycle, NULL);
+	pthread_mutex_init(&xf__lifecycle, NULL);
 	xf__dump_signal_fork_child();
 	if (!atomic_load(&xf__rt.running))
 		return;
@@ -423,7 +396,7 @@ void xf__runtime_fork(enum xf__fork_phase phase)
 	if (phase == XF_FORK_CHILD)
 		fork_child();
 	else
-		xf__fork_mutex(&lifecycle, phase);
+		xf__fork_mutex(&xf__lifecycle, phase);
 }
 
 /* How often the shutdown looks at the count of live fibers on its own: the
@@ -473,9 +446,9 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 	 * got in before this is counted live and waited for, as any fiber; the
 	 * rest fail with EPERM.  (Letting them in would let threads keep a
 	 * shutdown waiting for ever.) */
-	lifecycle_lock();
+	xf__lifecycle_lock();
 	xf__rt.closing = true;
-	lifecycle_unlock();
+	xf__lifecycle_unlock();
 	if (!wait_for_others(self, deadline)) {
 		static const char msg[] =
 		    "xfiber: xf_shutdown_timeout: fibers still alive after the timeout:\n";
@@ -484,16 +457,16 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 			/* nowhere to say it */
 		}
 		xf__dump_unwaited(STDERR_FILENO);
-		lifecycle_lock();
+		xf__lifecycle_lock();
 		xf__rt.closing = false; /* the runtime runs on */
-		lifecycle_unlock();
+		xf__lifecycle_unlock();
 		return ETIMEDOUT;
 	}
 	xf__dump_signal_stop(); /* before the lock: its dump takes it */
 
-	/* Not lifecycle_lock(): preemption ends in here (the word is reset
+	/* Not xf__lifecycle_lock(): preemption ends in here (the word is reset
 	 * below), and this fiber is the last, so none of its worker can fork. */
-	pthread_mutex_lock(&lifecycle);
+	pthread_mutex_lock(&xf__lifecycle);
 	atomic_store(&xf__rt.running, 0);
 	atomic_store(&xf__rt.stopping, 1);
 	xf__ticker_stop();
@@ -509,7 +482,7 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 	xf__poller_stop();
 	xf__preempt_uninstall();
 	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING);
-	pthread_mutex_unlock(&lifecycle);
+	pthread_mutex_unlock(&xf__lifecycle);
 	return 0;
 }
 

@@ -1,8 +1,6 @@
 /*
  * runtime.h - what src/runtime/ offers the other rooms, and its own files
- * each other: the lifecycle lock for those that read the workers from
- * outside (the dump), fork's two halves, the dump and its signal, and the
- * stall report's writer.
+ * each other: fork's two halves, and the dump and its signal.
  */
 #ifndef XF_RUNTIME_RUNTIME_H
 #define XF_RUNTIME_RUNTIME_H
@@ -12,12 +10,6 @@
 #include "runtime/hooks.h"
 
 #pragma GCC visibility push(hidden)
-
-/* The runtime's start and stop lock, held while something reads its
- * workers from outside (a dump): hold returns whether it runs; release
- * either way (runtime.c). */
-bool xf__runtime_hold(void);
-void xf__runtime_release(void);
 
 /* Around a fork the runtime's locks are taken (prepare) and released in
  * the parent, made new in the child: the runtime's own (runtime.c), every
@@ -34,11 +26,6 @@ int xf__dump_unwaited(int fd);
 /* In a fork's child: the parent's dump thread and pipe are not its own; the
  * signal dumps nothing there. */
 void xf__dump_signal_fork_child(void);
-
-struct xf__stall_report;
-/* Writes a stall report (preempt/stall.c) to stderr, naming its frames as
- * the dump does; from the reporter thread (dump.c). */
-void xf__stall_write(const struct xf__stall_report *r);
 
 #pragma GCC visibility pop
 

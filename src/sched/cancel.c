@@ -44,8 +44,8 @@
 #include <string.h>
 
 #include "io/io.h"
+#include "runtime/hooks.h"
 #include "sched/runq.h"
-#include "runtime/runtime.h"
 #include "sched/sched.h"
 
 _Atomic unsigned xf__cancellers;
@@ -83,13 +83,13 @@ static void end_wait(struct xf_fiber *f)
 			won = true;
 		}
 		xf__spin_unlock(lock);
-	} else if ((kind = __atomic_load_n(&f->wait_kind, __ATOMIC_RELAXED)) ==
-		   XF_WAIT_ON_BLOCKING_CALL) {
-		/* A job of the blocking pool is taken back if no helper runs it
-		 * yet; one that runs is waited for (io/blocking.c). */
-		xf__blocking_cancel(f);
-	} else if (xf__wait_kind_cancellable(kind)) {
-		won = xf__wait_claim(f, XF_WAIT_CANCELED);
+	} else {
+		kind = __atomic_load_n(&f->wait_kind, __ATOMIC_RELAXED);
+		/* A module that queues such waits itself ends them: the
+		 * blocking pool takes a job back if no helper runs it yet, and
+		 * one that runs is waited for (io/blocking.c). */
+		if (!xf__hooks_cancel_wait(f, kind) && xf__wait_kind_cancellable(kind))
+			won = xf__wait_claim(f, XF_WAIT_CANCELED);
 	}
 	if (won)
 		xf__wake(f);

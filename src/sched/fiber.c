@@ -32,7 +32,6 @@
 #include "sched/sched.h"
 #include "xstate/xstate.h"
 #include "runtime/hooks.h"
-#include "runtime/runtime.h"
 
 #define JOINER_DONE	((struct xf_fiber *)1)
 #define JOINER_DETACHED ((struct xf_fiber *)2)
@@ -449,9 +448,8 @@ _Noreturn void xf__fiber_exit(struct xf_fiber *f, void *result)
 	xf__hooks_fiber_exit(f);
 	f->result = result;
 	if (f->flags & XF_FIBER_F_FIRST) {
-		/* As pthread_exit in main: the process ends when the rest has. */
-		xf_shutdown();
-		exit(0);
+		xf__rt.first_fiber_exit();
+		__builtin_unreachable();
 	}
 	xf__preempt_disable();
 	xf__schedule(xf__this_worker(), XF_PREV_EXIT);

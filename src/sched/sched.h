@@ -427,6 +427,9 @@ struct xf__runtime {
 	uint64_t spin_ns;
 	struct xf__worker *workers;
 	struct xf_fiber *first; /* the fiber of the thread that called xf_init */
+	/* What the first fiber's end does, as pthread_exit in main: set by
+	 * xf_init (runtime/runtime.c), which owns shutdown; never returns. */
+	__attribute__((noreturn)) void (*first_fiber_exit)(void);
 	/* Written by workers as they park and spin, and once per XF_ID_BLOCK
 	 * spawns: a line of their own, away from what is only read. */
 	_Atomic uint64_t next_id __attribute__((aligned(64)));
@@ -477,6 +480,16 @@ enum { XF_AWAKE, XF_PARKED_FUTEX, XF_PARKED_POLLER };
 	__atomic_store_n(&(w)->stats.field, (w)->stats.field + (n), __ATOMIC_RELAXED)
 
 extern struct xf__runtime xf__rt;
+
+/* The runtime's start and stop lock (worker.c), taken by xf_init,
+ * xf_shutdown and fork (runtime/), and held while something reads the
+ * workers from outside (a spawn from a plain thread, xf_cancel_all, the
+ * dump): hold returns whether the runtime runs; release either way. */
+extern pthread_mutex_t xf__lifecycle;
+void xf__lifecycle_lock(void);
+void xf__lifecycle_unlock(void);
+bool xf__runtime_hold(void);
+void xf__runtime_release(void);
 
 /* The worker the calling thread is, or NULL.  initial-exec TLS: one
  * %fs-relative load, found without a call in both the static and the shared

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -32,6 +33,43 @@
 #include "sched/sched.h"
 
 #define XF_SPIN_NS_DEFAULT 20000
+
+/* --- the runtime's start and stop lock --- */
+
+pthread_mutex_t xf__lifecycle = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * A fiber holds the lifecycle lock with preemption disabled, and blocks on
+ * nothing meanwhile: fork()'s prepare handler takes the lock with
+ * preemption disabled (runtime/fork.c), and on a thread where another
+ * fiber held it switched out, it would wait for a fiber that cannot run -
+ * refused as misuse, an abort (an xf_dump preempted while a fiber of its
+ * worker forked did that every time).
+ */
+void xf__lifecycle_lock(void)
+{
+	if (xf__self())
+		xf__preempt_disable();
+	pthread_mutex_lock(&xf__lifecycle);
+}
+
+void xf__lifecycle_unlock(void)
+{
+	pthread_mutex_unlock(&xf__lifecycle);
+	if (xf__self())
+		xf__preempt_enable();
+}
+
+bool xf__runtime_hold(void)
+{
+	xf__lifecycle_lock();
+	return atomic_load(&xf__rt.running);
+}
+
+void xf__runtime_release(void)
+{
+	xf__lifecycle_unlock();
+}
 
 uint64_t xf__now_ns(void)
 {
