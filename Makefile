@@ -62,7 +62,7 @@ check-cpus:
 	ctest --test-dir $(CPUS_BUILD) --output-on-failure -L cpus
 
 bench: bench-deps
-	$(CMAKE) -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release $(PLOT_PYTHON)
+	$(CMAKE) -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release -DXFIBER_RUST_PEERS=ON $(PLOT_PYTHON)
 	$(CMAKE) --build $(BENCH_BUILD) -j $(JOBS) --target xfiber   # the tool and its peers, not the tests
 	$(BENCH_BUILD)/tools/xfiber bench all --json=$(BENCH_BUILD)/bench.json
 	@# The charts of that run; a plot that cannot be drawn says why in one line and fails nothing.

@@ -338,8 +338,10 @@ struct echo_conn {
 #define ECHO_GRACE_NS (10 * 1000000000ull) /* the longest a window waits for its first trip */
 
 int xf_loadgen_echo(int port, unsigned conns, size_t size, double warmup_s, double seconds,
-		    double *rate, char *note, size_t note_size)
+		    double *rate, void (*window)(void *arg, bool end), void *arg, char *note,
+		    size_t note_size)
 {
+	bool opened = false;
 	struct echo_conn *c = calloc(conns, sizeof(*c));
 	char *msg = calloc(1, size), buf[65536];
 	int ep = epoll_create1(EPOLL_CLOEXEC), err = 0;
@@ -371,11 +373,18 @@ int xf_loadgen_echo(int port, unsigned conns, size_t size, double warmup_s, doub
 		int n = epoll_wait(ep, ev, 64, 100);
 
 		now = now_ns();
+		if (now >= start && !opened && window) {
+			window(arg, false);
+			opened = true;
+		}
 		/* The window ends with a round trip in it: a short one (quick
 		 * runs) on a loaded machine may see none, and the rate divides
 		 * by the time it took. */
-		if (now >= end && (trips || now >= end + ECHO_GRACE_NS))
+		if (now >= end && (trips || now >= end + ECHO_GRACE_NS)) {
+			if (opened)
+				window(arg, true);
 			break;
+		}
 		if (n < 0 && errno != EINTR)
 			err = errno;
 		for (int i = 0; i < n && !err; i++) {

@@ -12,6 +12,7 @@
 #ifndef XF_TOOLS_BENCH_LOADGEN_H
 #define XF_TOOLS_BENCH_LOADGEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,8 +45,11 @@ int xf_loadgen_run(const struct xf_loadgen_opts *o, struct xf_loadgen_result *r,
 /* An echo server's load: conns connections, each sending size bytes and
  * waiting for them to come back, again and again (closed loop), counted
  * for seconds after warmup_s.  *rate: round trips per second of them all.
- * 0, or an errno value with one line in note. */
+ * window, if not NULL, is called as the counted window opens (end false)
+ * and closes (end true), with arg: to measure the server over exactly the
+ * trips counted.  0, or an errno value with one line in note. */
 int xf_loadgen_echo(int port, unsigned conns, size_t size, double warmup_s, double seconds,
-		    double *rate, char *note, size_t note_size);
+		    double *rate, void (*window)(void *arg, bool end), void *arg, char *note,
+		    size_t note_size);
 
 #endif

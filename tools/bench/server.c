@@ -22,13 +22,15 @@
  *            loop, in the same run), 99.5% /spin?us=10 and 0.5% /spin?us=5000;
  *            the value is the p99 of the short requests in microseconds,
  *            the notes give p50 and p99.9
- *
-
  *   echo-1000/SERVER
- *            examples/echo.c (xfiber) against Go's goroutine per connection:
- *            1,000 connections, each sending 512 bytes and waiting for
- *            them back, again and again, for 1 s; the value is microseconds
- *            per round trip of them all (1e6 / round trips per second)
+ *            examples/echo.c (xfiber) against Go's goroutine per connection,
+ *            tokio's multi-thread runtime (epoll; one worker, and two:
+ *            tokio-2w) and monoio (io_uring, a thread per core;
+ *            bench/rust-echo): 1,000 connections, each sending 512 bytes and
+ *            waiting for them back, again and again, for 1 s; the value is
+ *            microseconds per round trip of them all (1e6 / round trips per
+ *            second); the notes give the server's system calls per round
+ *            trip, counted by the kernel (syscount.c) over the same window
  *   agree/TOOL
  *            the load generator checked against wrk and h2load at low load:
  *            each one's mean latency of GET /spin?us=10 over one connection,
@@ -36,8 +38,9 @@
  *            ratios, and say when one is more than 10% apart
  *
  * One run measures every row, servers side by side; make bench's suite
- * takes the 70% rows only, no agreement rows, and two runs.  Every server's answers are checked first (the
- * warm-up): GET / and a /spin checksum against examples/spin.c's.
+ * takes the 70% rows only, no agreement rows, and two runs.  Every
+ * server's answers are checked first (the warm-up): GET / and a /spin
+ * checksum against examples/spin.c's.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -53,6 +56,7 @@
 
 #include "bench/bench.h"
 #include "bench/loadgen.h"
+#include "bench/syscount.h"
 #include "bench/task.h"
 
 #define SERVER_RUNS_MAX 3 /* runs of the table at most: each costs ~20 s */
@@ -64,9 +68,19 @@
 #define ECHO_CONNS	1000
 #define ECHO_SIZE	512
 
-enum server { SRV_XFIBER, SRV_COOP, SRV_GO, SRV_LIBUV, SRV_THREADS, SRV_BATCH, SRV_N };
-static const char *const server_names[SRV_N] = {"xfiber", "coop",    "go",
-						"libuv",  "threads", "xfiber-batch"};
+enum server {
+	SRV_XFIBER,
+	SRV_COOP,
+	SRV_GO,
+	SRV_LIBUV,
+	SRV_THREADS,
+	SRV_BATCH,
+	SRV_TOKIO, /* echo rows only */
+	SRV_MONOIO,
+	SRV_N
+};
+static const char *const server_names[SRV_N] = {"xfiber",  "coop",	   "go",    "libuv",
+						"threads", "xfiber-batch", "tokio", "monoio"};
 
 /* xfiber-batch: example_httpd --batch-over-us, the mix's long requests as
  * batch work (xf_fiber_set_batch), its short ones latency-critical. */
@@ -93,8 +107,42 @@ static const char *absent(const char *path, const char *why)
 	return access(path, X_OK) ? why : NULL;
 }
 
+/* Why the Rust peer at path cannot run: the line build.sh left, or that
+ * it is missing. */
+static const char *rust_missing(const char *path)
+{
+#ifdef XF_BENCH_RUST_WHY
+	static char why[150];
+	FILE *f;
+
+	if (!access(path, X_OK))
+		return NULL;
+	f = fopen(XF_BENCH_RUST_WHY, "r");
+	if (f && fgets(why, sizeof(why), f)) {
+		why[strcspn(why, "\n")] = 0;
+		fclose(f);
+		return why;
+	}
+	if (f)
+		fclose(f);
+	return "the Rust peers are missing: rebuild xfiber";
+#else
+	(void)path;
+	return XF_BENCH_RUST_WHY_NOT;
+#endif
+}
+
 static const char *missing(enum server s)
 {
+#ifdef XF_BENCH_RUST_WHY
+	if (s == SRV_TOKIO)
+		return rust_missing(XF_BENCH_ECHO_TOKIO);
+	if (s == SRV_MONOIO)
+		return rust_missing(XF_BENCH_ECHO_MONOIO);
+#else
+	if (s == SRV_TOKIO || s == SRV_MONOIO)
+		return rust_missing(NULL);
+#endif
 #ifndef XF_BENCH_HTTPD
 	(void)s;
 	return "example_httpd was not built (http-parser missing: make deps)";
@@ -153,8 +201,15 @@ static int server_start(enum server s, unsigned slice_us, const int *cpus, int w
 
 	snprintf(slice, sizeof(slice), "%u", slice_us);
 	snprintf(nworkers, sizeof(nworkers), "%d", workers);
+#ifdef XF_BENCH_RUST_WHY
+	if (s == SRV_TOKIO || s == SRV_MONOIO) {
+		argv[n++] = s == SRV_TOKIO ? XF_BENCH_ECHO_TOKIO : XF_BENCH_ECHO_MONOIO;
+		argv[n++] = "--workers";
+		argv[n++] = nworkers;
+	} else
+#endif
 #ifdef XF_BENCH_HTTPD
-	if (s == SRV_GO) {
+	    if (s == SRV_GO) {
 #ifdef XF_BENCH_HTTPD_GO
 		argv[n++] = XF_BENCH_HTTPD_GO;
 		argv[n++] = "-workers";
@@ -517,6 +572,26 @@ static void agree_verdict(struct xf_bench_plan *plan, unsigned run)
 }
 
 /* What one server does in a run: its throughput rows, then its mix rows. */
+/* The server's system calls over the echo load's counted window. */
+struct echo_window {
+	struct xf_syscount sc;
+	uint64_t calls0, calls1;
+	double t0, t1;
+};
+
+static void echo_window(void *arg, bool end)
+{
+	struct echo_window *w = arg;
+
+	if (end) {
+		w->calls1 = xf_syscount_read(&w->sc);
+		w->t1 = xf_bench_now_ns();
+	} else {
+		w->calls0 = xf_syscount_read(&w->sc);
+		w->t0 = xf_bench_now_ns();
+	}
+}
+
 static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan, unsigned run,
 			  bool warmup, enum server s, unsigned slice_us, int workers,
 			  double capacity, char *err, size_t err_size)
@@ -543,17 +618,38 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 			continue;
 		memset(&row->last, 0, sizeof(row->last));
 		if (row->p.test == T_ECHO) {
+			struct echo_window win = {0};
+			char why[160] = "";
 			double trips;
+			bool counted;
 
+			/* The server's threads are all up once it listens. */
+			counted = !xf_syscount_start(&win.sc, srv.pid, why, sizeof(why));
 			xf_bench_pin(&lcpu, 1);
 			rc = xf_loadgen_echo(srv.port, ECHO_CONNS, ECHO_SIZE, quick ? 0.05 : 0.3,
-					     quick ? 0.2 : 1, &trips, note, sizeof(note));
+					     quick ? 0.2 : 1, &trips, counted ? echo_window : NULL,
+					     &win, note, sizeof(note));
 			xf_bench_pin(NULL, 0);
+			if (counted)
+				xf_syscount_stop(&win.sc);
 			if (rc)
 				break;
 			put(row, run, 1e6 / trips);
 			snprintf(row->last.note, sizeof(row->last.note), "%.0f round trips/s", trips);
 			xf_bench_sample_extra(&row->last, "round_trips_per_s", trips);
+			if (counted && win.t1 > win.t0) {
+				double per_trip = (double)(win.calls1 - win.calls0) /
+						  (trips * (win.t1 - win.t0) / 1e9);
+
+				snprintf(row->last.note + strlen(row->last.note),
+					 sizeof(row->last.note) - strlen(row->last.note),
+					 "; %.2f system calls per round trip", per_trip);
+				xf_bench_sample_extra(&row->last, "syscalls_per_trip", per_trip);
+			} else if (!counted) {
+				snprintf(row->last.note + strlen(row->last.note),
+					 sizeof(row->last.note) - strlen(row->last.note), "; %s",
+					 why);
+			}
 			keep_extras(row, run);
 			continue;
 		}
@@ -705,6 +801,9 @@ static void add_row_on(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 		snprintf(name, sizeof(name), "%s", server_names[s]);
 	if (test == T_AGREE)
 		row = xf_bench_plan_add(plan, &p, NULL, "agree/%s", tool_names[load]);
+	else if (test == T_ECHO && workers > 1)
+		row = xf_bench_plan_add(plan, &p, NULL, "echo-%u/%s-%uw", ECHO_CONNS,
+					server_names[s], workers);
 	else if (test == T_ECHO)
 		row = xf_bench_plan_add(plan, &p, NULL, "echo-%u/%s", ECHO_CONNS, server_names[s]);
 	else if (test == T_MIX && workers > 1)
@@ -755,10 +854,14 @@ static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 	quick = o->quick;
 	for (int t = T_ROOT; t <= (o->quick ? T_ROOT : T_SPIN10); t++)
 		for (enum server s = SRV_XFIBER; s < SRV_N; s++)
-			if (s != SRV_COOP && s != SRV_BATCH)
+			if (s != SRV_COOP && s != SRV_BATCH && s != SRV_TOKIO && s != SRV_MONOIO)
 				add_row(o, plan, t, s, 1000, 0);
 	add_row(o, plan, T_ECHO, SRV_XFIBER, 0, 0);
 	add_row(o, plan, T_ECHO, SRV_GO, 0, 0);
+	add_row(o, plan, T_ECHO, SRV_TOKIO, 0, 0);
+	add_row(o, plan, T_ECHO, SRV_MONOIO, 0, 0);
+	if (!o->quick)
+		add_row_on(o, plan, T_ECHO, SRV_TOKIO, 0, 0, 2);
 	if (!o->suite && !o->quick)
 		for (int t = BY_LOADGEN; t < BY_N; t++)
 			add_row(o, plan, T_AGREE, SRV_XFIBER, 1000, (unsigned)t);
