@@ -35,6 +35,7 @@
 #ifndef XF_SCHED_RUNQ_H
 #define XF_SCHED_RUNQ_H
 
+#include "io/io.h" /* the poller, which the core calls: xf__poller_try */
 #include "sched/sched.h"
 
 static inline void xf__runq_publish(struct xf__worker *w)
@@ -171,8 +172,6 @@ static inline void xf__inbox_push(struct xf__worker *w, struct xf_fiber *f)
 /* Moves the inbox into the run queue, oldest first; answers steal requests.
  * Out of line when needed. */
 void xf__runq_poll_slow(struct xf__worker *w);
-/* Takes the poller's events now, if no one else polls (io/poller.c). */
-bool xf__poller_try(struct xf__worker *w);
 
 /* At every scheduling point: what the ticker said is due - descriptors the
  * poller has events for (taken here, so that the ticker never takes a

@@ -48,7 +48,8 @@ int xf_syscount_start(struct xf_syscount *c, pid_t pid, char *note, size_t note_
 
 	c->n = 0;
 	if (id < 0) {
-		snprintf(note, note_size, "no raw_syscalls:sys_enter tracepoint (tracefs not mounted)");
+		snprintf(note, note_size,
+			 "no raw_syscalls:sys_enter tracepoint (tracefs not mounted)");
 		return ENOENT;
 	}
 	attr.config = (unsigned long)id;
