@@ -20,10 +20,10 @@ CMAKE       ?= cmake
 # Debian packages: what the tests need (the HTTP example's parser, the probes'
 # header and bpftrace to try them, gdb for the gdb extension, Valgrind for
 # memcheck and its stack registration, SQLite for a real library's locks,
-# clang-format for the style of changed lines), and what the benchmark's
-# peers, plots and validation use besides.
+# clang-format for the style of changed lines, liburing for the io_uring
+# engine), and what the benchmark's peers, plots and validation use besides.
 CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace gdb valgrind libsqlite3-dev \
-		 clang-format
+		 clang-format liburing-dev
 BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk nghttp2-client libboost-context-dev $(PLOT_PACKAGES) \
 		 linux-perf rt-tests golang-go
 # The plots, whose test `make check` runs too.

@@ -214,11 +214,16 @@ XF_API int xf_xstate_init_components(uint64_t mask);
  * The runtime
  */
 
-/* How fibers wait for descriptors (xf_config.io_backend). */
+/* How fibers wait for descriptors (xf_config.io_backend; the environment's
+ * XFIBER_IO_BACKEND=epoll|io_uring overrides it).  docs/io.md compares them. */
 typedef enum xf_io_backend {
 	XF_IO_BACKEND_DEFAULT = 0, /* epoll */
 	XF_IO_BACKEND_EPOLL,	   /* one epoll set, polled by idle workers and the ticker */
-	XF_IO_BACKEND_IO_URING,	   /* not built: xf_init says ENOTSUP */
+	XF_IO_BACKEND_IO_URING,	   /* an io_uring per worker: socket reads and writes are
+				    * requests, submitted in batches; the rest as with epoll.
+				    * Where the kernel refuses io_uring, xf_init goes on with
+				    * epoll and says why on stderr and in xf_stats; ENOTSUP
+				    * if libxfiber was built without liburing */
 } xf_io_backend;
 
 typedef struct xf_config {
@@ -641,6 +646,10 @@ typedef struct xf_stats {
 	uint64_t stacks_pooled_warm;
 	uint64_t stacks_scavenged;
 	uint64_t fibers_made;
+	/* The engine in use (never XF_IO_BACKEND_DEFAULT), and why the one
+	 * asked for was refused ("" if it was not). */
+	xf_io_backend io_backend;
+	char io_backend_refused[160];
 } xf_stats;
 
 /* EINVAL for NULL, EPERM when the runtime is not running. */

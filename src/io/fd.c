@@ -527,6 +527,8 @@ void xf__fd_retire(struct xf__fd *e, int fd)
 	woken = claim_waiters(e, EPOLLIN | EPOLLOUT, XF_WAIT_CLOSED, 0, &taken);
 	xf__spin_unlock(&e->lock);
 	xf__wake_list(woken);
+	if (__atomic_load_n(&e->ring_used, __ATOMIC_SEQ_CST))
+		xf__ring_sweep_all(); /* its requests in flight are cancelled (ring.c) */
 	if (registered)
 		xf__poller_del(fd);
 	/* The number stays open until the calls on it have left: the fibers
@@ -539,7 +541,7 @@ void xf__fd_retire(struct xf__fd *e, int fd)
 	e->so_rcvtimeo_ns = e->so_sndtimeo_ns = 0;
 	e->pending_err = 0;
 	e->nonblock_ours = false;
-	e->tcp_stream = e->read_end_seen = e->short_marked = false;
+	e->tcp_stream = e->read_end_seen = e->short_marked = e->ring_used = false;
 	__atomic_store_n(&e->closing, false, __ATOMIC_RELEASE);
 }
 
@@ -575,7 +577,8 @@ static void cancel_waiters(struct xf__fd *e)
 
 void xf__io_cancel_all(void)
 {
-	atomic_store_explicit(&cancelled, 1, memory_order_release);
+	atomic_store_explicit(&cancelled, 1, memory_order_seq_cst);
+	xf__ring_sweep_all(); /* requests in flight end too (ring.c) */
 	cancel_waiters(&nowhere);
 	for (unsigned c = 0; c < XF_FD_CHUNKS; c++) {
 		struct xf__fd *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);

@@ -49,6 +49,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include "sched/sched.h"
 
@@ -90,6 +92,8 @@ struct xf__fd {
 				* short read no longer says the queue is empty */
 	bool short_marked;     /* drained's EPOLLIN came from a short read, not an
 				* EAGAIN: trusted for XF_SHORT_READ_TRUST_NS */
+	bool ring_used;	       /* a request went to an io_uring since it was opened: its
+				* close must sweep the rings (ring.c) */
 	uint64_t read_timeout_ns, write_timeout_ns; /* xf_fd_set_timeout; 0 = none */
 	/* A socket's SO_RCVTIMEO and SO_SNDTIMEO, as the program set them
 	 * (read when the socket is classified, kept by setsockopt): a blocking
@@ -228,6 +232,79 @@ bool xf__poller_tick(void);
 bool xf__poller_busy(void);
 /* xf_shutdown: fibers waiting on descriptors fail with ECANCELED. */
 void xf__io_cancel_all(void);
+
+/* The epoll set's descriptor, for a worker that waits on it from its ring. */
+int xf__poller_fd(void);
+/* The poller's owner w, woken from its ring: collects the events if the
+ * set was readable (fired), and lets go of the poller. */
+void xf__poller_collect(struct xf__worker *w, bool fired);
+
+/* The engine in use and why the one asked for was refused (NULL: it was
+ * not), for xf_stats (poller.c). */
+void xf__io_backend_set(int backend, const char *refused);
+void xf__io_backend_stats(xf_stats *out);
+
+/* --- the io_uring engine (ring.c), with XF_IO_BACKEND_IO_URING --- */
+#ifdef XF_HAVE_IO_URING
+extern bool xf__ring_enabled;
+/* A ring for every worker: 0, or an errno with xf__ring_refused() saying
+ * why (nothing is left started). */
+int xf__ring_start(void);
+void xf__ring_stop(void);
+void xf__ring_fork_child(void);
+/* Why the engine was refused (or let go, in a forked child); NULL if not. */
+const char *xf__ring_refused(void);
+/* Whether a call with these flags on e goes to the ring. */
+bool xf__ring_takes(const struct xf__fd *e, int flags);
+/* A read or write of iov on socket fd as a request, waited for as a
+ * fiber: the result, or -1 with errno (ETIMEDOUT at deadline_ns, 0: none;
+ * EBADF when closed meanwhile; ECANCELED). */
+ssize_t xf__ring_call(struct xf__fd *e, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      bool write, uint64_t deadline_ns);
+/* Scheduling points with XF_DUE_RING (runq.h), an idle worker's look, its
+ * sleep (worker.c), a kick, and the sweep a closer or canceller asks for. */
+void xf__ring_poll(struct xf__worker *w);
+bool xf__ring_idle_poll(struct xf__worker *w);
+bool xf__ring_busy(const struct xf__worker *w);
+/* Requests wait to be submitted, or completions to be collected, on w's
+ * ring (the ticker's look, from its own thread). */
+bool xf__ring_wants_cpu(const struct xf__worker *w);
+void xf__ring_park(struct xf__worker *w, uint64_t timeout_ns, bool poller);
+void xf__ring_kick(struct xf__worker *w);
+void xf__ring_sweep_all(void);
+#else
+#define xf__ring_enabled false
+static inline void xf__ring_poll(struct xf__worker *w)
+{
+	(void)w;
+}
+static inline bool xf__ring_idle_poll(struct xf__worker *w)
+{
+	(void)w;
+	return false;
+}
+static inline bool xf__ring_busy(const struct xf__worker *w)
+{
+	(void)w;
+	return false;
+}
+static inline bool xf__ring_wants_cpu(const struct xf__worker *w)
+{
+	(void)w;
+	return false;
+}
+static inline void xf__ring_park(struct xf__worker *w, uint64_t timeout_ns, bool poller)
+{
+	(void)w, (void)timeout_ns, (void)poller;
+}
+static inline void xf__ring_kick(struct xf__worker *w)
+{
+	(void)w;
+}
+static inline void xf__ring_sweep_all(void)
+{
+}
+#endif
 
 /* --- the blocking pool (blocking.c) --- */
 int xf__blocking_start(unsigned max_threads);

@@ -58,6 +58,39 @@ static bool ready_now(int fd, uint32_t events)
 	return xf__poll_now(&p, 1) > 0;
 }
 
+/* A read or write of an iovec (rw_attempt's op). */
+struct rw_op {
+	const struct iovec *iov;
+	int iovcnt;
+	int flags; /* for sockets */
+	bool write;
+};
+
+static ssize_t rw_attempt(int fd, enum xf__fd_kind kind, void *arg);
+
+#ifdef XF_HAVE_IO_URING
+/* A read or write on a socket as an io_uring request (ring.c): no try
+ * first, and the descriptor's deadlines as a linked timeout. */
+static ssize_t ring_run(struct xf__fd *e, int fd, uint32_t events, const struct rw_op *op,
+			uint64_t *start_ns)
+{
+	uint64_t deadline = 0, so_deadline = 0, until;
+	ssize_t r;
+
+	if (e->read_timeout_ns || e->write_timeout_ns || e->so_rcvtimeo_ns || e->so_sndtimeo_ns) {
+		if (!*start_ns)
+			*start_ns = xf__now_ns();
+		deadline = xf__fd_deadline(e, events, *start_ns);
+		so_deadline = xf__fd_so_deadline(e, events, *start_ns);
+	}
+	until = !deadline || (so_deadline && so_deadline < deadline) ? so_deadline : deadline;
+	r = xf__ring_call(e, fd, op->iov, op->iovcnt, op->flags, op->write, until);
+	if (r < 0 && xf__errno_get() == ETIMEDOUT && so_deadline && until == so_deadline)
+		xf__errno_set(EAGAIN); /* the socket's own timeout, as the blocking call says */
+	return r;
+}
+#endif
+
 /* The loop every call shares: try, wait, try again.  Deadlines run from
  * *start_ns, the start of the whole call (a MSG_WAITALL read's later parts
  * included); 0 until the call first has to wait, which then reads the
@@ -91,6 +124,12 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 		xf__errno_set(err);
 		return -1;
 	}
+#ifdef XF_HAVE_IO_URING
+	if (attempt == rw_attempt && !once && xf__ring_takes(e, ((struct rw_op *)op)->flags)) {
+		r = ring_run(e, fd, events, op, start_ns);
+		goto out;
+	}
+#endif
 	for (;;) {
 		uint64_t gen = xf__fd_gen(e); /* before the try: see xf__fd_wait */
 		uint64_t until;
@@ -142,6 +181,9 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 		}
 		kind = xf__fd_kind(e, fd); /* a pipe without RWF_NOWAIT became POLLABLE */
 	}
+#ifdef XF_HAVE_IO_URING
+out:
+#endif
 	xf__fd_leave(e);
 	/* A preemption point: ticks that land in the C library's send or
 	 * recv are deferred (pending), and a fiber whose calls never wait
@@ -177,12 +219,6 @@ static ssize_t peek_all(int fd, ssize_t r, size_t n, int flags)
 
 /* --- reads and writes through an iovec --- */
 
-struct rw_op {
-	const struct iovec *iov;
-	int iovcnt;
-	int flags; /* for sockets */
-	bool write;
-};
 
 static ssize_t file_io(int fd, const struct rw_op *op);
 

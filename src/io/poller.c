@@ -25,6 +25,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -163,6 +165,38 @@ void xf__poller_idle(struct xf__worker *w, uint64_t timeout_ns)
 
 	atomic_store_explicit(&poller.owner, OWNER_NONE, memory_order_release);
 	dispatch(ev, n > 0 ? n : 0, &w->stats);
+}
+
+static struct {
+	int in_use; /* xf_io_backend */
+	char refused[sizeof(((xf_stats *)0)->io_backend_refused)];
+} backend = {XF_IO_BACKEND_EPOLL, ""};
+
+void xf__io_backend_set(int in_use, const char *refused)
+{
+	backend.in_use = in_use;
+	snprintf(backend.refused, sizeof(backend.refused), "%s", refused ? refused : "");
+}
+
+void xf__io_backend_stats(xf_stats *out)
+{
+	out->io_backend = (xf_io_backend)backend.in_use;
+	memcpy(out->io_backend_refused, backend.refused, sizeof(out->io_backend_refused));
+}
+
+int xf__poller_fd(void)
+{
+	return poller.epfd;
+}
+
+void xf__poller_collect(struct xf__worker *w, bool fired)
+{
+	struct epoll_event ev[POLL_EVENTS];
+	int n = fired ? wait_events(ev, 0) : 0;
+
+	atomic_store_explicit(&poller.owner, OWNER_NONE, memory_order_release);
+	if (n > 0)
+		dispatch(ev, n, &w->stats);
 }
 
 void xf__poller_release(void)

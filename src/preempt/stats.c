@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "io/io.h"
 #include "sched/sched.h"
 
 #define FIELDS(X)                                                                                  \
@@ -50,5 +51,6 @@ int xf_stats_get(xf_stats *out)
 #undef ADD
 	xf__stacks_stats(out);
 	out->fibers_made = xf__fibers_made();
+	xf__io_backend_stats(out);
 	return 0;
 }

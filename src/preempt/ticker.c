@@ -102,7 +102,9 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 		     atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
 		     atomic_load_explicit(&w->steal_request, memory_order_relaxed) ||
 		     /* the line's guard is looked at by the next decision */
-		     __atomic_load_n(&w->batch_waiting, __ATOMIC_RELAXED);
+		     __atomic_load_n(&w->batch_waiting, __ATOMIC_RELAXED) ||
+		     /* its ring has requests to submit or collect (io/ring.c) */
+		     (w->ring && xf__ring_wants_cpu(w));
 
 	/* Timers are looked at whatever else is queued: a worker whose fibers
 	 * yield to each other never takes the slow path on its own, and a
@@ -204,7 +206,8 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t resend_ns, uint64_t *
 		/* An idle worker's timers end its own sleep: only a busy
 		 * worker's need our looks. */
 		bool wants = wants_cpu(w, now) ||
-			     (busy && atomic_load_explicit(&w->timers_nr, memory_order_relaxed));
+			     (busy && atomic_load_explicit(&w->timers_nr, memory_order_relaxed)) ||
+			     (busy && w->ring && xf__ring_busy(w));
 
 		waiting |= wants;
 		/* A busy worker's timer that falls due within its slice. */

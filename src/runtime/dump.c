@@ -152,8 +152,9 @@ static void dump_fiber(struct xf__text *o, struct xf_fiber *f, const struct xf_f
 		else if (atomic_load_explicit(&f->wait_state, memory_order_relaxed) ==
 			     XF_WAIT_WAITING &&
 			 f->wait_kind != XF_WAIT_ON_NOTHING) {
-			if (f->wait_kind == XF_WAIT_ON_IO)
-				xf__text_printf(o, "blocked on I/O fd %lu",
+			if (f->wait_kind == XF_WAIT_ON_IO || f->wait_kind == XF_WAIT_ON_IO_REQUEST)
+				xf__text_printf(o, "blocked on %s fd %lu",
+						xf__wait_kind_name(f->wait_kind),
 						(unsigned long)(uintptr_t)f->wait_object);
 			else if (f->wait_kind == XF_WAIT_ON_JOIN)
 				xf__text_printf(

@@ -9,8 +9,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -99,8 +100,6 @@ static int check_config(const xf_config *cfg)
 		return EINVAL;
 	if (cfg->spin_us > 1000000)
 		return EINVAL;
-	if (cfg->io_backend == XF_IO_BACKEND_IO_URING)
-		return ENOTSUP;
 	if (cfg->io_backend > XF_IO_BACKEND_IO_URING)
 		return EINVAL;
 	return 0;
@@ -134,6 +133,67 @@ static bool misuse_returns(void)
 #endif
 }
 
+/* The engine asked for: XFIBER_IO_BACKEND=epoll|io_uring over the config.
+ * EINVAL for another value, ENOTSUP for io_uring without liburing at
+ * build time; each says so on stderr. */
+static int io_backend_asked(const xf_config *cfg, int *backend)
+{
+	const char *env = getenv("XFIBER_IO_BACKEND");
+
+	*backend = cfg->io_backend == XF_IO_BACKEND_DEFAULT ? XF_IO_BACKEND_EPOLL : cfg->io_backend;
+	if (env && *env) {
+		if (!strcmp(env, "epoll")) {
+			*backend = XF_IO_BACKEND_EPOLL;
+		} else if (!strcmp(env, "io_uring")) {
+			*backend = XF_IO_BACKEND_IO_URING;
+		} else {
+			fprintf(stderr, "xfiber: XFIBER_IO_BACKEND=%s: not epoll or io_uring\n",
+				env);
+			return EINVAL;
+		}
+	}
+#ifndef XF_HAVE_IO_URING
+	if (*backend == XF_IO_BACKEND_IO_URING) {
+		fprintf(stderr, "xfiber: the io_uring engine was not built (liburing missing when "
+				"libxfiber was built)\n");
+		return ENOTSUP;
+	}
+#endif
+	return 0;
+}
+
+/* The engine asked for, started, or epoll with the reason said once per
+ * process on stderr (and in xf_stats). */
+static void io_backend_start(int backend)
+{
+#ifdef XF_HAVE_IO_URING
+	static bool said;
+
+	if (backend == XF_IO_BACKEND_IO_URING) {
+		if (!xf__ring_start()) {
+			xf__io_backend_set(XF_IO_BACKEND_IO_URING, NULL);
+			return;
+		}
+		if (!said)
+			fprintf(stderr,
+				"xfiber: io_uring refused (%s): fibers' descriptors use epoll\n",
+				xf__ring_refused());
+		said = true;
+		xf__io_backend_set(XF_IO_BACKEND_EPOLL, xf__ring_refused());
+		return;
+	}
+#endif
+	(void)backend;
+	xf__io_backend_set(XF_IO_BACKEND_EPOLL, NULL);
+}
+
+static void io_backend_stop(void)
+{
+#ifdef XF_HAVE_IO_URING
+	xf__ring_stop();
+#endif
+}
+
 /* Room for one kernel signal frame on every fiber stack, plus the red zone. */
 static size_t frame_reserve(void)
 {
@@ -157,6 +217,7 @@ static void release_workers(unsigned started)
 			pthread_join(w->thread, NULL);
 		free(w->timers);
 	}
+	io_backend_stop(); /* the rings, once no worker waits in one */
 	free(xf__rt.workers_alloc);
 	xf__rt.workers = xf__rt.workers_alloc = NULL;
 	xf__stacks_release();
@@ -175,7 +236,7 @@ static unsigned usable_cpus(void)
 	return online > 0 ? (unsigned)online : 1;
 }
 
-static int start(const xf_config *cfg)
+static int start(const xf_config *cfg, int backend)
 {
 	unsigned n = cfg->workers ? cfg->workers : usable_cpus();
 	struct xf__worker *w0;
@@ -250,6 +311,7 @@ static int start(const xf_config *cfg)
 	err = xf__poller_start();
 	if (err)
 		goto fail;
+	io_backend_start(backend);
 	xf__blocking_start(cfg->blocking_threads);
 	/* Workers inherit the signal mask set here, less the preemption signal. */
 	err = xf__preempt_install();
@@ -289,11 +351,13 @@ fail:
 int xf_init(const xf_config *cfg)
 {
 	static const xf_config defaults;
-	int err;
+	int err, backend;
 
 	if (!cfg)
 		cfg = &defaults;
 	err = check_config(cfg);
+	if (!err)
+		err = io_backend_asked(cfg, &backend);
 	if (err)
 		return err;
 	if (cfg->amx) {
@@ -313,7 +377,7 @@ int xf_init(const xf_config *cfg)
 	if (atomic_load(&xf__rt.running) || xf__this_worker())
 		err = EBUSY;
 	else
-		err = start(cfg);
+		err = start(cfg, backend);
 	pthread_mutex_unlock(&xf__lifecycle);
 	if (!err)
 		xf__dump_signal_start();
@@ -339,11 +403,17 @@ static void fork_child(void)
 		return;
 	xf__ticker_forget();
 	if (!w) {
+		io_backend_stop();
 		xf__poller_stop(); /* the child's copies of the parent's descriptors */
 		memset(&xf__rt, 0, sizeof(xf__rt)); /* the parent's memory is leaked */
 		return;
 	}
 	xf__poller_fork_child();
+#ifdef XF_HAVE_IO_URING
+	xf__ring_fork_child();
+	if (xf__ring_refused())
+		xf__io_backend_set(XF_IO_BACKEND_EPOLL, xf__ring_refused());
+#endif
 	f = w->current;
 	/* Every other fiber stays the parent's: nothing here wakes one. */
 	xf__rt.fork_gen++;

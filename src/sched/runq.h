@@ -185,6 +185,8 @@ static inline void xf__runq_poll(struct xf__worker *w)
 		due = atomic_exchange_explicit(&w->due, 0, memory_order_relaxed);
 	if (unlikely(due & XF_DUE_IO))
 		xf__poller_try(w);
+	if (unlikely(due & XF_DUE_RING))
+		xf__ring_poll(w);
 	if (unlikely(atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
 		     atomic_load_explicit(&w->steal_request, memory_order_relaxed)))
 		xf__runq_poll_slow(w);

@@ -43,6 +43,7 @@
 #pragma GCC visibility push(hidden)
 
 struct xf__worker;
+struct xf__ring; /* io/ring.c */
 
 enum xf__fiber_state {
 	XF_FIBER_ALIVE, /* running, queued or waiting */
@@ -217,7 +218,7 @@ enum xf__wait_kind {
 	XF_WAIT_ON_SEM,
 	XF_WAIT_ON_CHAN_SEND,
 	XF_WAIT_ON_CHAN_RECV,
-	XF_WAIT_ON_JOIN,	  /* the object: the fiber joined */
+	XF_WAIT_ON_JOIN, /* the object: the fiber joined */
 	XF_WAIT_ON_SLEEP,
 	XF_WAIT_ON_IO,		  /* the object: the descriptor's number, not an address */
 	XF_WAIT_ON_POLL,	  /* xf_poll over several descriptors */
@@ -227,6 +228,7 @@ enum xf__wait_kind {
 	XF_WAIT_ON_SELECT,	  /* xf_select over several channels */
 	XF_WAIT_ON_WG,		  /* a wait group */
 	XF_WAIT_ON_LIBC_SLEEP,	  /* the C library's sleep, nanosleep ... (sched/sleep.c) */
+	XF_WAIT_ON_IO_REQUEST,	  /* an io_uring request (io/ring.c); the object as for IO */
 	XF_WAIT_KINDS
 };
 
@@ -383,6 +385,10 @@ struct xf__worker {
 	struct xf_fiber *batch_head, *batch_tail;
 	uint64_t batch_since_ns;
 
+	/* Its io_uring, with the io_uring engine (io/ring.c), or NULL;
+	 * owner-only but for a kick and the ticker's look at completions. */
+	struct xf__ring *ring;
+
 	/* Stack and fiber caches and spawn counts, owner-only. */
 	struct xf__stack stack_cache[XF_STACK_CACHE];
 	unsigned stack_cache_nr;
@@ -471,9 +477,11 @@ const char *xf__wait_kind_name(unsigned kind);
 /* xf__worker.due */
 #define XF_DUE_TIMERS 1u
 #define XF_DUE_IO     2u
+/* Its ring has requests to submit or collect, or a sweep to make (io/ring.c). */
+#define XF_DUE_RING 4u
 
 /* How an idle worker sleeps (xf__worker.parked): the kicker wakes it so. */
-enum { XF_AWAKE, XF_PARKED_FUTEX, XF_PARKED_POLLER };
+enum { XF_AWAKE, XF_PARKED_FUTEX, XF_PARKED_POLLER, XF_PARKED_RING };
 
 /* One counter increment: plain load, add, store - no lock prefix. */
 #define XF_STAT_INC(w, field, n)                                                                   \

@@ -487,11 +487,13 @@ int xf__wait_block(struct xf_fiber *self, uint64_t timeout_ns, _Atomic uint32_t 
 	/* Cancelled before it could wait, in a wait claimed by compare-and-
 	 * swap (a queued waiter looked under its queue's lock, waitq.c; a
 	 * blocking call's job may be running on our stack's data: only the
-	 * pool takes it back, io/blocking.c): the kind stored, then the look,
+	 * pool takes it back, io/blocking.c; an io_uring request's buffer is the
+	 * kernel's until it completes, io/ring.c): the kind stored, then the look,
 	 * against the canceller's barrier (cancel.c).  A waker that won first
 	 * is consumed by the switch. */
 	if (xf__cancel_pending(self) && xf__wait_kind_cancellable(kind) && !self->wait_lock &&
-	    kind != XF_WAIT_ON_BLOCKING_CALL && xf__wait_claim(self, XF_WAIT_CANCELED)) {
+	    kind != XF_WAIT_ON_BLOCKING_CALL && kind != XF_WAIT_ON_IO_REQUEST &&
+	    xf__wait_claim(self, XF_WAIT_CANCELED)) {
 		self->wait_kind = XF_WAIT_ON_NOTHING;
 		xf__preempt_enable();
 		if (timeout_ns)

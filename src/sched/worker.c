@@ -100,6 +100,7 @@ void xf__worker_kick(struct xf__worker *w)
 	switch (atomic_load_explicit(&w->parked, memory_order_seq_cst)) {
 	case XF_PARKED_FUTEX: futex_wake(&w->park_seq); break;
 	case XF_PARKED_POLLER: xf__poller_kick(); break;
+	case XF_PARKED_RING: xf__ring_kick(w); break;
 	}
 }
 
@@ -260,6 +261,9 @@ static struct xf_fiber *find_work(struct xf__worker *w)
 	 * ready now (and those it wakes come to this run queue). */
 	if (!w->runq.head && atomic_load_explicit(&xf__io_waiters, memory_order_relaxed))
 		xf__poller_try(w);
+	/* Its ring's requests go in, with nothing else to run (io/ring.c). */
+	if (!w->runq.head && w->ring)
+		xf__ring_idle_poll(w);
 	return w->runq.head ? xf__runq_run_head(w) : NULL;
 }
 
@@ -269,7 +273,8 @@ static struct xf_fiber *find_work(struct xf__worker *w)
 static void park(struct xf__worker *w)
 {
 	uint32_t seq;
-	bool poll;
+	bool poll, ring;
+	int how;
 	uint64_t deadline, timeout = 0;
 
 	/* Nothing to run: a moment for the scavenger (a runtime without a
@@ -277,9 +282,14 @@ static void park(struct xf__worker *w)
 	xf__stacks_scavenge(xf__now_ns());
 	seq = atomic_load_explicit(&w->park_seq, memory_order_seq_cst);
 	poll = xf__poller_claim(w);
+	/* Requests in flight: it sleeps in its ring, which also watches the
+	 * epoll set if it holds the poller (io/ring.c). */
+	ring = xf__ring_busy(w);
 
-	atomic_store_explicit(&w->parked, poll ? XF_PARKED_POLLER : XF_PARKED_FUTEX,
-			      memory_order_seq_cst);
+	how = ring ? XF_PARKED_RING : XF_PARKED_FUTEX;
+	if (!ring && poll)
+		how = XF_PARKED_POLLER;
+	atomic_store_explicit(&w->parked, how, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&xf__rt.nr_parked, 1, memory_order_seq_cst);
 	/* Re-check after announcing: a kick from now on changes park_seq (or
 	 * writes the poller's eventfd). */
@@ -293,6 +303,10 @@ static void park(struct xf__worker *w)
 		if (deadline <= now)
 			goto out;
 		timeout = deadline - now;
+	}
+	if (ring) {
+		xf__ring_park(w, timeout, poll); /* lets go of the poller */
+		goto done;
 	}
 	if (poll) {
 		xf__poller_idle(w, timeout);
@@ -333,6 +347,8 @@ static void idle_loop_run(struct xf__worker *w)
 				break;
 			if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed) &&
 			    xf__poller_try(w))
+				break;
+			if (w->ring && xf__ring_idle_poll(w))
 				break;
 		} while (xf__now_ns() < spin_until &&
 			 !(atomic_load_explicit(&w->timers_nr, memory_order_relaxed) &&

@@ -19,8 +19,10 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 "$cc" -o "$scratch/consumer" "$src/consumer.c" $(pkg-config --cflags --libs xfiber)
 LD_LIBRARY_PATH=$prefix/lib "$scratch/consumer"
 # shellcheck disable=SC2046
+# The archive, and what its Libs.private adds (-luring with the io_uring engine).
 "$cc" -static-libgcc -o "$scratch/consumer_static" "$src/consumer.c" \
-	$(pkg-config --cflags xfiber) "$prefix/lib/libxfiber.a" -pthread
+	$(pkg-config --cflags xfiber) "$prefix/lib/libxfiber.a" -pthread \
+	$(pkg-config --static --libs-only-l xfiber | sed 's/-lxfiber//')
 "$scratch/consumer_static"
 # shellcheck disable=SC2046
 "$cxx" -std=c++17 -o "$scratch/consumer_cxx" "$src/consumer.cpp" $(pkg-config --cflags --libs xfiber)

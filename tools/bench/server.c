@@ -9,6 +9,8 @@
  *   threads    example_httpd --threads: a kernel thread per connection
  *   xfiber-batch  example_httpd --batch-over-us 1000: its long requests
  *              run as batch work (xf_fiber_set_batch), in the mix rows
+ *   xfiber-uring  xfiber with XFIBER_IO_BACKEND=io_uring: socket reads and
+ *              writes as io_uring requests (docs/io.md)
  *
  * Each server is pinned to the first CPU and its load to the second.
  *
@@ -45,11 +47,13 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <linux/io_uring.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,10 +81,11 @@ enum server {
 	SRV_BATCH,
 	SRV_TOKIO, /* echo rows only */
 	SRV_MONOIO,
+	SRV_URING, /* xfiber with its io_uring engine (XFIBER_IO_BACKEND=io_uring) */
 	SRV_N
 };
-static const char *const server_names[SRV_N] = {"xfiber",  "coop",	   "go",    "libuv",
-						"threads", "xfiber-batch", "tokio", "monoio"};
+static const char *const server_names[SRV_N] = {
+    "xfiber", "coop", "go", "libuv", "threads", "xfiber-batch", "tokio", "monoio", "xfiber-uring"};
 
 /* xfiber-batch: example_httpd --batch-over-us, the mix's long requests as
  * batch work (xf_fiber_set_batch), its short ones latency-critical. */
@@ -132,8 +137,29 @@ static const char *rust_missing(const char *path)
 #endif
 }
 
+/* Why xfiber's io_uring engine cannot run here, or NULL. */
+static const char *uring_missing(void)
+{
+#ifdef XF_BENCH_HAVE_IO_URING
+	static char why[120];
+	struct io_uring_params p = {0};
+	long fd = syscall(SYS_io_uring_setup, 1, &p);
+
+	if (fd >= 0) {
+		close((int)fd);
+		return NULL;
+	}
+	snprintf(why, sizeof(why), "the kernel refuses io_uring here: %s", strerror(errno));
+	return why;
+#else
+	return "libxfiber was built without liburing (Debian liburing-dev: make deps)";
+#endif
+}
+
 static const char *missing(enum server s)
 {
+	if (s == SRV_URING && uring_missing())
+		return uring_missing();
 #ifdef XF_BENCH_RUST_WHY
 	if (s == SRV_TOKIO)
 		return rust_missing(XF_BENCH_ECHO_TOKIO);
@@ -190,6 +216,10 @@ struct running {
 	int port;
 };
 
+/* Each xfiber server's engine, whatever the caller's environment says. */
+static char *const uring_env[] = {"XFIBER_IO_BACKEND=io_uring", NULL};
+static char *const epoll_env[] = {"XFIBER_IO_BACKEND=epoll", NULL};
+
 /* slice_us 0: the echo server of that kind (xfiber's examples/echo.c, Go's
  * -echo) instead of the HTTP one. */
 static int server_start(enum server s, unsigned slice_us, const int *cpus, int workers,
@@ -245,7 +275,7 @@ static int server_start(enum server s, unsigned slice_us, const int *cpus, int w
 	if (!n)
 		return ENOTSUP;
 	xf_bench_pin(cpus, workers); /* the child inherits it: a CPU per worker */
-	err = xf_bench_spawn(argv, NULL, &r->pid, &fd);
+	err = xf_bench_spawn(argv, s == SRV_URING ? uring_env : epoll_env, &r->pid, &fd);
 	xf_bench_pin(NULL, 0);
 	if (err) {
 		snprintf(note, note_size, "cannot run %s: %s", argv[0], strerror(err));
@@ -797,6 +827,8 @@ static void add_row_on(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 		snprintf(name, sizeof(name), "xfiber-%uus", slice_us);
 	else if (s == SRV_BATCH)
 		snprintf(name, sizeof(name), "xfiber-%uus-batch", slice_us);
+	else if (s == SRV_URING && slice_us != 1000)
+		snprintf(name, sizeof(name), "xfiber-%uus-uring", slice_us);
 	else
 		snprintf(name, sizeof(name), "%s", server_names[s]);
 	if (test == T_AGREE)
@@ -857,6 +889,7 @@ static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 			if (s != SRV_COOP && s != SRV_BATCH && s != SRV_TOKIO && s != SRV_MONOIO)
 				add_row(o, plan, t, s, 1000, 0);
 	add_row(o, plan, T_ECHO, SRV_XFIBER, 0, 0);
+	add_row(o, plan, T_ECHO, SRV_URING, 0, 0);
 	add_row(o, plan, T_ECHO, SRV_GO, 0, 0);
 	add_row(o, plan, T_ECHO, SRV_TOKIO, 0, 0);
 	add_row(o, plan, T_ECHO, SRV_MONOIO, 0, 0);
@@ -869,6 +902,7 @@ static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 		for (unsigned k = 0; k < nslices; k++)
 			add_row(o, plan, T_MIX, SRV_XFIBER, slices[k], loads[l]);
 		add_row(o, plan, T_MIX, SRV_BATCH, 100, loads[l]);
+		add_row(o, plan, T_MIX, SRV_URING, 100, loads[l]);
 		add_row(o, plan, T_MIX, SRV_COOP, 1000, loads[l]);
 		if (o->quick)
 			continue;

@@ -143,7 +143,7 @@ class Fiber:
                 self.state = "sleeping"
             elif waiting and kind in L.wait_kinds and L.wait_kinds[kind] != "nothing":
                 self.state = "blocked on " + L.wait_kinds[kind]
-                if kind == L["wait_kind_object_is_fd"]:
+                if kind in (L["wait_kind_object_is_fd"], L.values.get("wait_kind_object_is_fd_too")):
                     self.state += " fd %d" % obj
                 elif kind == L["wait_kind_object_is_fiber"] and obj:
                     self.state += " of fiber %d" % _u64(obj + L["xf_fiber.id"])

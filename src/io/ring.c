@@ -1,0 +1,516 @@
+/*
+ * ring.c - the io_uring engine (XF_IO_BACKEND_IO_URING): a ring per
+ * worker, on which a fiber's socket reads and writes are requests rather
+ * than system calls.
+ *
+ * With epoll, a message costs its recv and its send: two system calls per
+ * round trip, as Go's and tokio's (docs/io.md).  Here the fiber queues its
+ * request in its worker's submission ring - memory, no system call - and
+ * blocks; the worker hands the kernel every request its fibers queued in
+ * one io_uring_enter when it runs out of fibers to run (or every
+ * SUBMIT_BATCH requests, or at a preemption), and collects completions
+ * where it looks for work: a round trip of many connections then costs a
+ * fraction of a system call.  Everything else - accept, connect, poll,
+ * pipes, files, readiness - stays with the poller (poller.c).
+ *
+ * A request's completion is the only thing that ends its fiber's wait: the
+ * fiber's buffer and the wait record on its stack belong to the kernel
+ * until then.  So nothing else claims the wait - no timer, no canceller:
+ *
+ *   a deadline (xf_fd_set_timeout, SO_RCVTIMEO):  a linked timeout
+ *                         request, which cancels the request in the kernel;
+ *   xf_close, xf_cancel, xf_shutdown:  the closer sets its flag (closing,
+ *                         cancelled, the runtime's cancel), then asks every
+ *                         worker with requests in flight for a sweep
+ *                         (XF_DUE_RING and a kick); each worker, at its next
+ *                         scheduling point, queues an asynchronous cancel
+ *                         for each of its requests whose flag is set.  The
+ *                         fiber looks at the flags itself after queueing
+ *                         (a barrier on both sides: one of them sees the
+ *                         other), so a request queued after a sweep is not
+ *                         missed;
+ *
+ * and the cancelled request completes, -ECANCELED, waking its fiber, which
+ * then says why.  xf_close waits for the calls on the number to leave
+ * (fd.c), so the descriptor is not closed, nor its number reused, while a
+ * request on it is in the kernel.
+ *
+ * A worker with requests in flight sleeps in its ring, not on its futex:
+ * kicked through an eventfd the ring polls, and - if it holds the poller -
+ * woken by the epoll set, which the ring polls too.
+ *
+ * Refused (io_uring_disabled, seccomp, RLIMIT_MEMLOCK, a kernel without
+ * fast poll), xf_init falls back to epoll and says why once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <liburing.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "io/io.h"
+#include "runtime/hooks.h"
+
+#define RING_ENTRIES 256
+#define SUBMIT_BATCH 32 /* queued requests that go in at once, fibers still to run */
+
+/* user_data of what is not a fiber's request: ignored completions. */
+#define TAG_IGNORE 0
+#define TAG_KICK   1
+#define TAG_EPOLL  2
+#define TAG_MAX	   2
+
+struct xf__ring {
+	struct io_uring ring;
+	int kick_fd;	  /* eventfd: another thread wakes the worker asleep here */
+	bool kick_armed;  /* its multishot poll is in the ring */
+	bool epoll_armed; /* a poll of the epoll set is in the ring */
+	bool epoll_fired; /* ... and has completed */
+	unsigned inflight;    /* requests not completed yet */
+	unsigned unsubmitted; /* queued since the last io_uring_enter */
+	unsigned rounds_left; /* scheduling points before they go in anyway: one
+			       * round of the fibers queued when the first came */
+	struct xf__ring_wait *waits; /* in flight, for the sweeps */
+};
+
+/* A fiber's request, on its stack until the request completes. */
+struct xf__ring_wait {
+	struct xf__ring_wait *next, *prev;
+	struct xf_fiber *fiber;
+	struct xf__fd *e;
+	int32_t res;
+	bool cancel_sent;
+};
+
+bool xf__ring_enabled;
+static char refused_why[160];
+
+const char *xf__ring_refused(void)
+{
+	return refused_why[0] ? refused_why : NULL;
+}
+
+static void refuse(const char *what, int err)
+{
+	snprintf(refused_why, sizeof(refused_why), "%s: %s", what, strerror(err));
+}
+
+static void ring_free(struct xf__ring *r)
+{
+	if (!r)
+		return;
+	io_uring_queue_exit(&r->ring);
+	if (r->kick_fd >= 0)
+		close(r->kick_fd);
+	free(r);
+}
+
+static struct xf__ring *ring_new(int *err)
+{
+	struct xf__ring *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (!r) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	r->kick_fd = -1;
+	rc = io_uring_queue_init(RING_ENTRIES, &r->ring, 0);
+	if (rc < 0) {
+		*err = -rc;
+		refuse("io_uring_setup", -rc);
+		free(r);
+		return NULL;
+	}
+	/* Without fast poll a request on a socket with nothing to read
+	 * would hold a kernel worker thread while it waits (before 5.7). */
+	if (!(r->ring.features & IORING_FEAT_FAST_POLL)) {
+		io_uring_queue_exit(&r->ring);
+		free(r);
+		*err = ENOTSUP;
+		snprintf(refused_why, sizeof(refused_why),
+			 "io_uring without IORING_FEAT_FAST_POLL (Linux before 5.7)");
+		return NULL;
+	}
+	r->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->kick_fd < 0) {
+		*err = errno;
+		refuse("eventfd", errno);
+		ring_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+int xf__ring_start(void)
+{
+	int err = 0;
+
+	refused_why[0] = 0;
+	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
+		xf__rt.workers[i].ring = ring_new(&err);
+		if (!xf__rt.workers[i].ring) {
+			xf__ring_stop();
+			return err;
+		}
+	}
+	xf__ring_enabled = true;
+	return 0;
+}
+
+void xf__ring_stop(void)
+{
+	for (unsigned i = 0; xf__rt.workers && i < xf__rt.nr_workers; i++) {
+		ring_free(xf__rt.workers[i].ring);
+		xf__rt.workers[i].ring = NULL;
+	}
+	xf__ring_enabled = false;
+}
+
+/* A forked child: the rings are its parent's (their memory is shared with
+ * it); it lets go of them and goes on with epoll.  The forking fiber, the
+ * only one left, has no request in flight: it is running. */
+void xf__ring_fork_child(void)
+{
+	if (!xf__ring_enabled)
+		return;
+	xf__ring_stop();
+	snprintf(refused_why, sizeof(refused_why), "a forked child uses epoll");
+}
+
+/* --- submission --- */
+
+static void submit(struct xf__ring *r)
+{
+	int rc;
+
+	if (!r->unsubmitted)
+		return;
+	rc = io_uring_submit(&r->ring);
+	/* EINTR (a tick) or EAGAIN/EBUSY (the kernel's completion queue is
+	 * full): what did not go in goes at the next look. */
+	if (rc > 0)
+		r->unsubmitted = rc >= (int)r->unsubmitted ? 0 : r->unsubmitted - (unsigned)rc;
+}
+
+/* Counts a request queued on w's ring. */
+static void queued(struct xf__worker *w, struct xf__ring *r)
+{
+	if (!r->unsubmitted++)
+		r->rounds_left = atomic_load_explicit(&w->nr_queued, memory_order_relaxed);
+}
+
+/* A free entry, submitting what is queued if the ring is full. */
+static struct io_uring_sqe *sqe_get(struct xf__worker *w)
+{
+	struct xf__ring *r = w->ring;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	while (!sqe) {
+		r->unsubmitted = io_uring_sq_ready(&r->ring);
+		submit(r);
+		sqe = io_uring_get_sqe(&r->ring);
+	}
+	queued(w, r);
+	return sqe;
+}
+
+static void cancel_request(struct xf__worker *w, struct xf__ring_wait *wt)
+{
+	struct io_uring_sqe *sqe = sqe_get(w);
+
+	io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)wt, 0);
+	io_uring_sqe_set_data64(sqe, TAG_IGNORE);
+	wt->cancel_sent = true;
+}
+
+/* Whether the request's wait must end now: its descriptor closes, its
+ * fiber was cancelled, or the runtime cancels every wait. */
+static bool must_end(const struct xf__ring_wait *wt)
+{
+	return __atomic_load_n(&wt->e->closing, __ATOMIC_SEQ_CST) ||
+	       xf__cancel_pending(wt->fiber) || xf__io_cancelled();
+}
+
+/* The sweep: a cancel for each request whose wait must end. */
+static void sweep(struct xf__worker *w)
+{
+	for (struct xf__ring_wait *wt = w->ring->waits; wt; wt = wt->next)
+		if (!wt->cancel_sent && must_end(wt))
+			cancel_request(w, wt);
+}
+
+/* --- completion --- */
+
+static void arm_kick(struct xf__worker *w)
+{
+	struct xf__ring *r = w->ring;
+	struct io_uring_sqe *sqe;
+
+	if (r->kick_armed)
+		return;
+	sqe = sqe_get(w);
+	io_uring_prep_poll_multishot(sqe, r->kick_fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, TAG_KICK);
+	r->kick_armed = true;
+}
+
+/* Hands each completion to its fiber; whether any fiber woke. */
+static bool reap(struct xf__ring *r)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+	bool woke = false;
+
+	io_uring_for_each_cqe(&r->ring, head, cqe)
+	{
+		uint64_t data = io_uring_cqe_get_data64(cqe);
+		struct xf__ring_wait *wt;
+
+		n++;
+		if (data == TAG_KICK) {
+			uint64_t v;
+
+			if (!(cqe->flags & IORING_CQE_F_MORE))
+				r->kick_armed = false;
+			if (read(r->kick_fd, &v, sizeof(v)) < 0) {
+				/* drained already */
+			}
+			continue;
+		}
+		if (data == TAG_EPOLL) {
+			r->epoll_armed = false;
+			r->epoll_fired = true;
+			continue;
+		}
+		if (data <= TAG_MAX)
+			continue;
+		wt = (struct xf__ring_wait *)(uintptr_t)data;
+		wt->res = cqe->res;
+		if (wt->prev)
+			wt->prev->next = wt->next;
+		else
+			r->waits = wt->next;
+		if (wt->next)
+			wt->next->prev = wt->prev;
+		r->inflight--;
+		if (xf__wait_claim(wt->fiber, XF_WAIT_WOKEN)) {
+			xf__wake(wt->fiber);
+			woke = true;
+		}
+	}
+	io_uring_cq_advance(&r->ring, n);
+	return woke;
+}
+
+/* At a scheduling point of w's with XF_DUE_RING (runq.h): the sweep if
+ * asked for, the queued requests in when the batch is full or nothing
+ * else is ready, completions collected.  The bit stays set while requests
+ * are in flight: every scheduling point then looks (a load, when the
+ * completion queue is empty). */
+void xf__ring_poll(struct xf__worker *w)
+{
+	struct xf__ring *r = w->ring;
+
+	if (!r)
+		return;
+	sweep(w);
+	if (r->unsubmitted && (r->unsubmitted >= SUBMIT_BATCH || !w->runq.head || !r->rounds_left))
+		submit(r);
+	else if (r->unsubmitted)
+		r->rounds_left--;
+	if (io_uring_cq_ready(&r->ring))
+		reap(r);
+	if (r->inflight || r->unsubmitted)
+		atomic_fetch_or_explicit(&w->due, XF_DUE_RING, memory_order_relaxed);
+}
+
+/* An idle worker's look that does not wait: whether fibers woke. */
+bool xf__ring_idle_poll(struct xf__worker *w)
+{
+	struct xf__ring *r = w->ring;
+
+	if (!r || (!r->inflight && !r->unsubmitted))
+		return false;
+	sweep(w);
+	submit(r);
+	return io_uring_cq_ready(&r->ring) && reap(r);
+}
+
+bool xf__ring_busy(const struct xf__worker *w)
+{
+	const struct xf__ring *r = w->ring;
+
+	return r && (__atomic_load_n(&r->inflight, __ATOMIC_RELAXED) ||
+		     __atomic_load_n(&r->unsubmitted, __ATOMIC_RELAXED));
+}
+
+/* Sleeps in w's ring until a completion, a kick, timeout_ns (0: none) or,
+ * with `poller` (w holds it), an event of the epoll set, which it then
+ * collects.  w->parked is XF_PARKED_RING meanwhile (worker.c). */
+void xf__ring_park(struct xf__worker *w, uint64_t timeout_ns, bool poller)
+{
+	struct xf__ring *r = w->ring;
+	struct __kernel_timespec ts = {(long long)(timeout_ns / 1000000000u),
+				       (long long)(timeout_ns % 1000000000u)};
+	struct io_uring_cqe *cqe;
+
+	arm_kick(w);
+	if (poller && !r->epoll_armed) {
+		struct io_uring_sqe *sqe = sqe_get(w);
+
+		io_uring_prep_poll_add(sqe, xf__poller_fd(), POLLIN);
+		io_uring_sqe_set_data64(sqe, TAG_EPOLL);
+		r->epoll_armed = true;
+	}
+	sweep(w);
+	r->epoll_fired = false;
+	/* An error (EINTR: a signal; ETIME: the timeout) is only the end of
+	 * the sleep. */
+	(void)io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, timeout_ns ? &ts : NULL, NULL);
+	r->unsubmitted = 0;
+	reap(r);
+	if (poller)
+		xf__poller_collect(w, r->epoll_fired);
+}
+
+void xf__ring_kick(struct xf__worker *w)
+{
+	uint64_t one = 1;
+
+	if (w->ring && write(w->ring->kick_fd, &one, sizeof(one)) < 0) {
+		/* the counter is full: the worker wakes anyway */
+	}
+}
+
+/* A closer or canceller set its flag: every worker with requests in
+ * flight sweeps at its next scheduling point. */
+void xf__ring_sweep_all(void)
+{
+	if (!xf__ring_enabled)
+		return;
+	atomic_thread_fence(memory_order_seq_cst); /* the flag, then the look */
+	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
+		struct xf__worker *w = &xf__rt.workers[i];
+
+		atomic_fetch_or_explicit(&w->due, XF_DUE_RING, memory_order_seq_cst);
+		if (xf__ring_busy(w))
+			xf__worker_kick(w); /* asleep in its ring, perhaps */
+	}
+}
+
+/* xf_cancel of a fiber waiting for a request (sched/cancel.c). */
+static void ring_cancel_wait(struct xf_fiber *f)
+{
+	(void)f;
+	xf__ring_sweep_all();
+}
+
+XF_HOOK(ring_hook) = {.module = "io/ring",
+		      .cancel_wait_kind = XF_WAIT_ON_IO_REQUEST,
+		      .cancel_wait = ring_cancel_wait};
+
+/* --- a fiber's request --- */
+
+bool xf__ring_takes(const struct xf__fd *e, int flags)
+{
+	return xf__ring_enabled && e->kind == XF_FD_SOCKET &&
+	       !(flags & ~(MSG_NOSIGNAL | MSG_MORE | MSG_EOR));
+}
+
+ssize_t xf__ring_call(struct xf__fd *e, int fd, const struct iovec *iov, int iovcnt, int flags,
+		      bool write, uint64_t deadline_ns)
+{
+	struct xf_fiber *self = xf__self();
+	struct xf__ring_wait wt = {.fiber = self, .e = e};
+	struct msghdr msg = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+	struct __kernel_timespec ts;
+	struct io_uring_sqe *sqe;
+	struct xf__worker *w;
+	struct xf__ring *r;
+	uint64_t now = 0;
+	int state;
+
+	if (deadline_ns) {
+		now = xf__now_ns();
+		if (deadline_ns <= now) {
+			xf__errno_set(ETIMEDOUT);
+			return -1;
+		}
+		ts.tv_sec = (long long)((deadline_ns - now) / 1000000000u);
+		ts.tv_nsec = (long long)((deadline_ns - now) % 1000000000u);
+	}
+	if (!__atomic_load_n(&e->ring_used, __ATOMIC_RELAXED))
+		__atomic_store_n(&e->ring_used, true, __ATOMIC_SEQ_CST);
+	xf__wait_prepare(self); /* preemption off: this worker's ring, until we block */
+	w = xf__this_worker();
+	r = w->ring;
+	sqe = sqe_get(w);
+	/* MSG_NOSIGNAL always: the kernel may run the send on a thread of its
+	 * own, whose SIGPIPE would go astray; ours is raised below. */
+	if (iovcnt == 1 && write)
+		io_uring_prep_send(sqe, fd, iov[0].iov_base, iov[0].iov_len, flags | MSG_NOSIGNAL);
+	else if (iovcnt == 1)
+		io_uring_prep_recv(sqe, fd, iov[0].iov_base, iov[0].iov_len, flags);
+	else if (write)
+		io_uring_prep_sendmsg(sqe, fd, &msg, (unsigned)(flags | MSG_NOSIGNAL));
+	else
+		io_uring_prep_recvmsg(sqe, fd, &msg, (unsigned)flags);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&wt);
+	if (deadline_ns) {
+		sqe->flags |= IOSQE_IO_LINK;
+		sqe = sqe_get(w);
+		io_uring_prep_link_timeout(sqe, &ts, 0);
+		io_uring_sqe_set_data64(sqe, TAG_IGNORE);
+	}
+	wt.next = r->waits;
+	if (r->waits)
+		r->waits->prev = &wt;
+	r->waits = &wt;
+	r->inflight++;
+	/* The request is where a sweep finds it; then our own look at the
+	 * flags, against a closer's or canceller's look at us (ring.c's
+	 * head). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (must_end(&wt))
+		cancel_request(w, &wt);
+	if (r->unsubmitted >= SUBMIT_BATCH)
+		submit(r);
+	atomic_fetch_or_explicit(&w->due, XF_DUE_RING, memory_order_relaxed);
+	state = xf__wait_block(self, 0, NULL, XF_WAIT_ON_IO_REQUEST, (void *)(intptr_t)fd);
+	XF_WARN_ON(state != XF_WAIT_WOKEN);
+	(void)state;
+	if (wt.res >= 0)
+		return wt.res;
+	if (wt.res == -ECANCELED) {
+		if (__atomic_load_n(&e->closing, __ATOMIC_ACQUIRE))
+			wt.res = -EBADF;
+		else if (xf__cancel_pending(self) || xf__io_cancelled())
+			wt.res = -ECANCELED;
+		else if (deadline_ns && xf__now_ns() >= deadline_ns)
+			wt.res = -ETIMEDOUT;
+		else
+			wt.res = -EINTR;
+	}
+	if (wt.res == -EPIPE && write && !(flags & MSG_NOSIGNAL))
+		pthread_kill(pthread_self(), SIGPIPE); /* as the blocking call's kernel does */
+	xf__errno_set(-wt.res);
+	return -1;
+}
+
+/* From the ticker's thread: the owner writes these, and a stale look
+ * only moves the next one.  Requests to submit, or completions to
+ * collect, want the worker's next scheduling point. */
+bool xf__ring_wants_cpu(const struct xf__worker *w)
+{
+	const struct xf__ring *r = w->ring;
+
+	return __atomic_load_n(&r->unsubmitted, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(r->ring.cq.ktail, __ATOMIC_ACQUIRE) !=
+		   __atomic_load_n(r->ring.cq.khead, __ATOMIC_RELAXED);
+}

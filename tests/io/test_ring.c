@@ -1,0 +1,357 @@
+/*
+ * test_ring.c - the io_uring engine (io/ring.c) where it differs from
+ * epoll: a request's buffer is the kernel's until it completes, so only
+ * its completion may end the wait.
+ *
+ * usage: test_ring CASE
+ *   stats     xf_stats says io_uring, with no refusal; a socket round trip
+ *   fallback  io_uring_setup refused (a seccomp filter, as a container
+ *             would): xf_init succeeds with epoll, says why once on
+ *             stderr and in xf_stats, and sockets work
+ *   close     xf_close of a socket while another fiber's read is in
+ *             flight: the read fails with EBADF, the close returns, and
+ *             the number is free again - 200 times
+ *   cancel    xf_cancel of a fiber whose read is in flight, while the peer
+ *             writes the byte it waits for: it either reads it or fails
+ *             with ECANCELED, and a byte not read is still in the socket -
+ *             2,000 times
+ *   timeout   xf_fd_set_timeout and SO_RCVTIMEO end a read in flight:
+ *             ETIMEDOUT and EAGAIN, not before their time
+ *   shutdown  xf_shutdown while 100 fibers' reads are in flight: each
+ *             fails with ECANCELED and the shutdown returns
+ *   sigpipe   a write to a socket whose peer is gone: EPIPE and one
+ *             SIGPIPE, as the blocking call; none with MSG_NOSIGNAL
+ *   fork      a fiber forks: the child, which must not use its parent's
+ *             rings, does socket I/O with epoll and says so in xf_stats
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "xfiber.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void start(unsigned workers)
+{
+	xf_config cfg = {.workers = workers, .io_backend = XF_IO_BACKEND_IO_URING};
+	xf_stats st;
+	int err = xf_init(&cfg);
+
+	if (err == ENOTSUP)
+		xf_test_skip("libxfiber was built without liburing");
+	CHECK_ERR(err, 0);
+	CHECK_ERR(xf_stats_get(&st), 0);
+	if (st.io_backend != XF_IO_BACKEND_IO_URING)
+		xf_test_skip("the kernel refuses io_uring here: %s", st.io_backend_refused);
+}
+
+static void round_trip(void)
+{
+	int sv[2];
+	char c = 0;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK(xf_write(sv[0], "r", 1) == 1);
+	CHECK(xf_read(sv[1], &c, 1) == 1 && c == 'r');
+	CHECK(xf_send(sv[1], "s", 1, 0) == 1);
+	CHECK(xf_recv(sv[0], &c, 1, 0) == 1 && c == 's');
+	xf_close(sv[0]);
+	xf_close(sv[1]);
+}
+
+static void test_stats(void)
+{
+	xf_stats st;
+
+	start(1);
+	CHECK_ERR(xf_stats_get(&st), 0);
+	CHECK(st.io_backend == XF_IO_BACKEND_IO_URING && !st.io_backend_refused[0]);
+	round_trip();
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
+/* io_uring_setup fails with EPERM, everything else as before. */
+static void refuse_io_uring(void)
+{
+	struct sock_filter f[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+}
+
+static void test_fallback(void)
+{
+	xf_config cfg = {.workers = 2, .io_backend = XF_IO_BACKEND_IO_URING};
+	FILE *err_file = tmpfile();
+	int saved = dup(STDERR_FILENO), err, said = 0;
+	char line[256];
+	xf_stats st;
+
+	CHECK(err_file && saved >= 0);
+	refuse_io_uring();
+	CHECK(dup2(fileno(err_file), STDERR_FILENO) == STDERR_FILENO);
+	err = xf_init(&cfg);
+	if (err == ENOTSUP) {
+		dup2(saved, STDERR_FILENO);
+		xf_test_skip("libxfiber was built without liburing");
+	}
+	CHECK_ERR(err, 0);
+	CHECK_ERR(xf_stats_get(&st), 0);
+	CHECK(st.io_backend == XF_IO_BACKEND_EPOLL);
+	CHECK(strstr(st.io_backend_refused, "io_uring_setup") != NULL);
+	round_trip();
+	CHECK_ERR(xf_shutdown(), 0);
+	/* Said once per process: a second start says nothing more. */
+	CHECK_ERR(xf_init(&cfg), 0);
+	round_trip();
+	CHECK_ERR(xf_shutdown(), 0);
+	fflush(stderr);
+	CHECK(dup2(saved, STDERR_FILENO) == STDERR_FILENO);
+	rewind(err_file);
+	while (fgets(line, sizeof(line), err_file))
+		said += strstr(line, "io_uring refused") != NULL;
+	CHECK(said == 1);
+	printf("fallback: %s\n", st.io_backend_refused);
+}
+
+/* --- a read in flight, ended by another fiber --- */
+
+struct reader {
+	int fd;
+	ssize_t r;
+	int err;
+	char c;
+	_Atomic bool in;
+};
+
+static void *read_one(void *arg)
+{
+	struct reader *rd = arg;
+
+	atomic_store(&rd->in, true);
+	rd->r = xf_read(rd->fd, &rd->c, 1);
+	rd->err = rd->r < 0 ? errno : 0;
+	return NULL;
+}
+
+/* Until the reader is blocked in its request (or the attempts run out). */
+static void until_blocked(struct reader *rd)
+{
+	while (!atomic_load(&rd->in))
+		xf_yield();
+	for (int i = 0; i < 3; i++)
+		xf_yield();
+}
+
+static void test_close(void)
+{
+	start(2);
+	for (int i = 0; i < 200; i++) {
+		int sv[2], again;
+		struct reader rd = {0};
+		xf_fiber *f;
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		rd.fd = sv[0];
+		CHECK_ERR(xf_spawn(&f, read_one, &rd, NULL), 0);
+		until_blocked(&rd);
+		CHECK_ERR(xf_close(sv[0]), 0);
+		CHECK_ERR(xf_join(f, NULL), 0);
+		CHECK(rd.r == -1 && rd.err == EBADF);
+		/* The number is free again, and a new socket on it works. */
+		again = socket(AF_UNIX, SOCK_STREAM, 0);
+		CHECK(again >= 0);
+		xf_close(again);
+		xf_close(sv[1]);
+	}
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
+static void test_cancel(void)
+{
+	unsigned got = 0, cancelled = 0;
+
+	start(2);
+	for (int i = 0; i < 2000; i++) {
+		int sv[2];
+		struct reader rd = {0};
+		xf_fiber *f;
+		char c;
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		rd.fd = sv[0];
+		CHECK_ERR(xf_spawn(&f, read_one, &rd, NULL), 0);
+		if (i & 1)
+			until_blocked(&rd);
+		/* The byte and the cancel race. */
+		CHECK(write(sv[1], "x", 1) == 1);
+		xf_cancel(f);
+		CHECK_ERR(xf_join(f, NULL), 0);
+		if (rd.r == 1) {
+			CHECK(rd.c == 'x');
+			got++;
+		} else {
+			CHECK(rd.r == -1 && rd.err == ECANCELED);
+			/* Not read: still there, and nothing else. */
+			CHECK(recv(sv[0], &c, 1, MSG_DONTWAIT) == 1 && c == 'x');
+			cancelled++;
+		}
+		CHECK(recv(sv[0], &c, 1, MSG_DONTWAIT) == -1 && errno == EAGAIN);
+		xf_close(sv[0]);
+		xf_close(sv[1]);
+	}
+	printf("cancel: %u read, %u cancelled\n", got, cancelled);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
+static void test_timeout(void)
+{
+	const uint64_t t = 20000000;
+	struct timeval tv = {0, 20000};
+	int sv[2];
+	char c;
+
+	start(1);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK_ERR(xf_fd_set_timeout(sv[0], t, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		uint64_t t0 = now_ns();
+
+		CHECK(xf_read(sv[0], &c, 1) == -1 && errno == ETIMEDOUT);
+		CHECK(now_ns() - t0 >= t);
+	}
+	CHECK_ERR(xf_fd_set_timeout(sv[0], 0, 0), 0);
+	CHECK(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0);
+	for (int i = 0; i < 3; i++) {
+		uint64_t t0 = now_ns();
+
+		CHECK(xf_recv(sv[0], &c, 1, 0) == -1 && errno == EAGAIN);
+		CHECK(now_ns() - t0 >= t);
+	}
+	/* And data before the timeout is data. */
+	CHECK(write(sv[1], "d", 1) == 1);
+	CHECK(xf_recv(sv[0], &c, 1, 0) == 1 && c == 'd');
+	xf_close(sv[0]);
+	xf_close(sv[1]);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
+#define READERS 100
+
+static void test_shutdown(void)
+{
+	static struct reader rd[READERS];
+	static int sv[READERS][2];
+
+	start(2);
+	for (int i = 0; i < READERS; i++) {
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]) == 0);
+		rd[i].fd = sv[i][0];
+		CHECK_ERR(xf_spawn(NULL, read_one, &rd[i], &(xf_attr){.detached = true}), 0);
+	}
+	for (int i = 0; i < READERS; i++)
+		until_blocked(&rd[i]);
+	CHECK_ERR(xf_shutdown(), 0);
+	for (int i = 0; i < READERS; i++) {
+		CHECK(rd[i].r == -1 && rd[i].err == ECANCELED);
+		close(sv[i][0]);
+		close(sv[i][1]);
+	}
+}
+
+static _Atomic int sigpipes;
+
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&sigpipes, 1);
+}
+
+static void test_sigpipe(void)
+{
+	struct sigaction sa = {.sa_handler = on_sigpipe};
+	int sv[2];
+
+	CHECK(sigaction(SIGPIPE, &sa, NULL) == 0);
+	start(1);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	xf_close(sv[1]);
+	CHECK(xf_send(sv[0], "x", 1, MSG_NOSIGNAL) == -1 && errno == EPIPE);
+	CHECK(atomic_load(&sigpipes) == 0);
+	CHECK(xf_write(sv[0], "x", 1) == -1 && errno == EPIPE);
+	CHECK(atomic_load(&sigpipes) == 1);
+	xf_close(sv[0]);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
+static void test_fork(void)
+{
+	pid_t pid;
+	int status;
+
+	start(2);
+	round_trip();
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		xf_stats st;
+
+		round_trip();
+		if (xf_stats_get(&st) || st.io_backend != XF_IO_BACKEND_EPOLL ||
+		    !strstr(st.io_backend_refused, "forked"))
+			_exit(2);
+		_exit(xf_shutdown() ? 3 : 0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	round_trip(); /* the parent's rings are its own still */
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} cases[] = {
+	    {"stats", test_stats},	 {"fallback", test_fallback}, {"close", test_close},
+	    {"cancel", test_cancel},	 {"timeout", test_timeout},   {"shutdown", test_shutdown},
+	    {"sigpipe", test_sigpipe}, {"fork", test_fork},
+	};
+
+	for (size_t i = 0; argc == 2 && i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (!strcmp(argv[1], cases[i].name)) {
+			cases[i].fn();
+			return 0;
+		}
+	}
+	fprintf(stderr, "usage: test_ring stats|fallback|close|cancel|timeout|shutdown|sigpipe|fork\n");
+	return 2;
+}
