@@ -126,6 +126,21 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 	}
 #ifdef XF_HAVE_IO_URING
 	if (attempt == rw_attempt && !once && xf__ring_takes(e, ((struct rw_op *)op)->flags)) {
+		/* A read tries first, as with epoll, until one finds nothing
+		 * (or stops short): ready data costs a recv, not a request and
+		 * two switches.  From then on the socket's reads are requests;
+		 * writes always are, so that they go in batches. */
+		if (!((struct rw_op *)op)->write && !xf__fd_drained(e, EPOLLIN)) {
+			r = attempt(fd, kind, op);
+			if (r > 0 && (size_t)r >= want)
+				goto out;
+			if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK)) {
+				if (r > 0)
+					__atomic_fetch_or(&e->drained, EPOLLIN, __ATOMIC_RELAXED);
+				goto out;
+			}
+			__atomic_fetch_or(&e->drained, EPOLLIN, __ATOMIC_RELAXED);
+		}
 		r = ring_run(e, fd, events, op, start_ns);
 		goto out;
 	}

@@ -57,6 +57,7 @@
 #include "runtime/hooks.h"
 
 #define RING_ENTRIES 256
+#define CQ_ENTRIES   4096 /* completions of up to that many requests between looks */
 #define SUBMIT_BATCH 32 /* queued requests that go in at once, fibers still to run */
 
 /* user_data of what is not a fiber's request: ignored completions. */
@@ -76,6 +77,7 @@ struct xf__ring {
 	unsigned rounds_left; /* scheduling points before they go in anyway: one
 			       * round of the fibers queued when the first came */
 	struct xf__ring_wait *waits; /* in flight, for the sweeps */
+	_Atomic bool sweep_wanted;   /* a closer or canceller asked (xf__ring_sweep_all) */
 };
 
 /* A fiber's request, on its stack until the request completes. */
@@ -112,6 +114,7 @@ static void ring_free(struct xf__ring *r)
 
 static struct xf__ring *ring_new(int *err)
 {
+	struct io_uring_params p = {.flags = IORING_SETUP_CQSIZE, .cq_entries = CQ_ENTRIES};
 	struct xf__ring *r = calloc(1, sizeof(*r));
 	int rc;
 
@@ -120,7 +123,9 @@ static struct xf__ring *ring_new(int *err)
 		return NULL;
 	}
 	r->kick_fd = -1;
-	rc = io_uring_queue_init(RING_ENTRIES, &r->ring, 0);
+	rc = io_uring_queue_init_params(RING_ENTRIES, &r->ring, &p);
+	if (rc == -EINVAL) /* a kernel without IORING_SETUP_CQSIZE (before 5.5) */
+		rc = io_uring_queue_init(RING_ENTRIES, &r->ring, 0);
 	if (rc < 0) {
 		*err = -rc;
 		refuse("io_uring_setup", -rc);
@@ -237,9 +242,13 @@ static bool must_end(const struct xf__ring_wait *wt)
 	       xf__cancel_pending(wt->fiber) || xf__io_cancelled();
 }
 
-/* The sweep: a cancel for each request whose wait must end. */
+/* The sweep, if one was asked for: a cancel for each request whose wait
+ * must end.  Only then: it walks every request in flight. */
 static void sweep(struct xf__worker *w)
 {
+	if (!atomic_load_explicit(&w->ring->sweep_wanted, memory_order_relaxed) ||
+	    !atomic_exchange_explicit(&w->ring->sweep_wanted, false, memory_order_seq_cst))
+		return;
 	for (struct xf__ring_wait *wt = w->ring->waits; wt; wt = wt->next)
 		if (!wt->cancel_sent && must_end(wt))
 			cancel_request(w, wt);
@@ -305,6 +314,12 @@ static bool reap(struct xf__ring *r)
 		}
 	}
 	io_uring_cq_advance(&r->ring, n);
+	/* More completed than the queue holds: the kernel keeps the rest
+	 * until a system call asks for them. */
+	if (io_uring_cq_has_overflow(&r->ring)) {
+		io_uring_get_events(&r->ring);
+		woke |= reap(r);
+	}
 	return woke;
 }
 
@@ -324,7 +339,7 @@ void xf__ring_poll(struct xf__worker *w)
 		submit(r);
 	else if (r->unsubmitted)
 		r->rounds_left--;
-	if (io_uring_cq_ready(&r->ring))
+	if (io_uring_cq_ready(&r->ring) || io_uring_cq_has_overflow(&r->ring))
 		reap(r);
 	if (r->inflight || r->unsubmitted)
 		atomic_fetch_or_explicit(&w->due, XF_DUE_RING, memory_order_relaxed);
@@ -339,7 +354,7 @@ bool xf__ring_idle_poll(struct xf__worker *w)
 		return false;
 	sweep(w);
 	submit(r);
-	return io_uring_cq_ready(&r->ring) && reap(r);
+	return (io_uring_cq_ready(&r->ring) || io_uring_cq_has_overflow(&r->ring)) && reap(r);
 }
 
 bool xf__ring_busy(const struct xf__worker *w)
@@ -398,6 +413,9 @@ void xf__ring_sweep_all(void)
 	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
 		struct xf__worker *w = &xf__rt.workers[i];
 
+		if (!w->ring)
+			continue;
+		atomic_store_explicit(&w->ring->sweep_wanted, true, memory_order_seq_cst);
 		atomic_fetch_or_explicit(&w->due, XF_DUE_RING, memory_order_seq_cst);
 		if (xf__ring_busy(w))
 			xf__worker_kick(w); /* asleep in its ring, perhaps */
@@ -512,5 +530,6 @@ bool xf__ring_wants_cpu(const struct xf__worker *w)
 
 	return __atomic_load_n(&r->unsubmitted, __ATOMIC_RELAXED) ||
 	       __atomic_load_n(r->ring.cq.ktail, __ATOMIC_ACQUIRE) !=
-		   __atomic_load_n(r->ring.cq.khead, __ATOMIC_RELAXED);
+		   __atomic_load_n(r->ring.cq.khead, __ATOMIC_RELAXED) ||
+	       io_uring_cq_has_overflow(&r->ring);
 }
