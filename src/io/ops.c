@@ -134,7 +134,8 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 			r = attempt(fd, kind, op);
 			if (r > 0 && (size_t)r >= want)
 				goto out;
-			if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK)) {
+			if (r >= 0 ||
+			    (xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK)) {
 				if (r > 0)
 					__atomic_fetch_or(&e->drained, EPOLLIN, __ATOMIC_RELAXED);
 				goto out;

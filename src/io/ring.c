@@ -58,7 +58,7 @@
 
 #define RING_ENTRIES 256
 #define CQ_ENTRIES   4096 /* completions of up to that many requests between looks */
-#define SUBMIT_BATCH 32 /* queued requests that go in at once, fibers still to run */
+#define SUBMIT_BATCH 32	  /* queued requests that go in at once, fibers still to run */
 
 /* user_data of what is not a fiber's request: ignored completions. */
 #define TAG_IGNORE 0
@@ -68,14 +68,14 @@
 
 struct xf__ring {
 	struct io_uring ring;
-	int kick_fd;	  /* eventfd: another thread wakes the worker asleep here */
-	bool kick_armed;  /* its multishot poll is in the ring */
-	bool epoll_armed; /* a poll of the epoll set is in the ring */
-	bool epoll_fired; /* ... and has completed */
-	unsigned inflight;    /* requests not completed yet */
-	unsigned unsubmitted; /* queued since the last io_uring_enter */
-	unsigned rounds_left; /* scheduling points before they go in anyway: one
-			       * round of the fibers queued when the first came */
+	int kick_fd;		     /* eventfd: another thread wakes the worker asleep here */
+	bool kick_armed;	     /* its multishot poll is in the ring */
+	bool epoll_armed;	     /* a poll of the epoll set is in the ring */
+	bool epoll_fired;	     /* ... and has completed */
+	unsigned inflight;	     /* requests not completed yet */
+	unsigned unsubmitted;	     /* queued since the last io_uring_enter */
+	unsigned rounds_left;	     /* scheduling points before they go in anyway: one
+				      * round of the fibers queued when the first came */
 	struct xf__ring_wait *waits; /* in flight, for the sweeps */
 	_Atomic bool sweep_wanted;   /* a closer or canceller asked (xf__ring_sweep_all) */
 };

@@ -341,8 +341,8 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} cases[] = {
-	    {"stats", test_stats},	 {"fallback", test_fallback}, {"close", test_close},
-	    {"cancel", test_cancel},	 {"timeout", test_timeout},   {"shutdown", test_shutdown},
+	    {"stats", test_stats},     {"fallback", test_fallback}, {"close", test_close},
+	    {"cancel", test_cancel},   {"timeout", test_timeout},   {"shutdown", test_shutdown},
 	    {"sigpipe", test_sigpipe}, {"fork", test_fork},
 	};
 
@@ -352,6 +352,7 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	fprintf(stderr, "usage: test_ring stats|fallback|close|cancel|timeout|shutdown|sigpipe|fork\n");
+	fprintf(stderr,
+		"usage: test_ring stats|fallback|close|cancel|timeout|shutdown|sigpipe|fork\n");
 	return 2;
 }
