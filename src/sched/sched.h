@@ -1,8 +1,9 @@
 /*
  * sched.h - the runtime's private core: fibers, workers, run queues.
  *
- * Files under src/sched/, src/sync/, src/preempt/ and src/io/ (and any
- * *_nofp.c) are built -mgeneral-regs-only (src/CMakeLists.txt): the scheduler and the switch path never touch a
+ * Files under src/sched/, src/sync/, src/preempt/, src/io/ and
+ * src/runtime/ (and any *_nofp.c) are built -mgeneral-regs-only
+ * (src/CMakeLists.txt): the scheduler and the switch path never touch a
  * vector register, so they can later run at any point a fiber is stopped,
  * and they never put extended state into use behind a fiber's back.
  *
