@@ -261,10 +261,12 @@ bool xf__ring_takes(const struct xf__fd *e, int flags);
  * EBADF when closed meanwhile; ECANCELED). */
 ssize_t xf__ring_call(struct xf__fd *e, int fd, const struct iovec *iov, int iovcnt, int flags,
 		      bool write, uint64_t deadline_ns);
-/* Scheduling points with XF_DUE_RING (runq.h), an idle worker's look, its
- * sleep (worker.c), a kick, and the sweep a closer or canceller asks for. */
+/* Scheduling points with XF_DUE_RING (runq.h); the queued requests in and
+ * the completions out at once (an idle worker's look, worker.c, and a
+ * preemption, preempt/signal.c: whether fibers woke); an idle worker's
+ * sleep; a kick; the sweep a closer or canceller asks for. */
 void xf__ring_poll(struct xf__worker *w);
-bool xf__ring_idle_poll(struct xf__worker *w);
+bool xf__ring_flush(struct xf__worker *w);
 bool xf__ring_busy(const struct xf__worker *w);
 /* Requests wait to be submitted, or completions to be collected, on w's
  * ring (the ticker's look, from its own thread). */
@@ -278,7 +280,7 @@ static inline void xf__ring_poll(struct xf__worker *w)
 {
 	(void)w;
 }
-static inline bool xf__ring_idle_poll(struct xf__worker *w)
+static inline bool xf__ring_flush(struct xf__worker *w)
 {
 	(void)w;
 	return false;

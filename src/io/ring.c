@@ -345,8 +345,10 @@ void xf__ring_poll(struct xf__worker *w)
 		atomic_fetch_or_explicit(&w->due, XF_DUE_RING, memory_order_relaxed);
 }
 
-/* An idle worker's look that does not wait: whether fibers woke. */
-bool xf__ring_idle_poll(struct xf__worker *w)
+/* Queued requests in, completions out, without waiting: whether fibers
+ * woke.  An idle worker's look, and a preemption's: a request waits for
+ * at most a slice, as an event does for the ticker's look with epoll. */
+bool xf__ring_flush(struct xf__worker *w)
 {
 	struct xf__ring *r = w->ring;
 

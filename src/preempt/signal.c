@@ -271,6 +271,8 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	/* Descriptors ready now wake their fibers onto this queue, ahead of f. */
 	if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed))
 		xf__poller_try(w);
+	if (w->ring) /* and the requests its fibers queued go in (io/ring.c) */
+		xf__ring_flush(w);
 	xf__cxx_once_get(w, f->once_kept);
 	/* Batch work lets latency-critical fibers go first (sched/schedule.c). */
 	if (likely(!__atomic_load_n(&f->batch, __ATOMIC_RELAXED)) || waiting != NOT_WAITING ||

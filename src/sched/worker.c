@@ -263,7 +263,7 @@ static struct xf_fiber *find_work(struct xf__worker *w)
 		xf__poller_try(w);
 	/* Its ring's requests go in, with nothing else to run (io/ring.c). */
 	if (!w->runq.head && w->ring)
-		xf__ring_idle_poll(w);
+		xf__ring_flush(w);
 	return w->runq.head ? xf__runq_run_head(w) : NULL;
 }
 
@@ -348,7 +348,7 @@ static void idle_loop_run(struct xf__worker *w)
 			if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed) &&
 			    xf__poller_try(w))
 				break;
-			if (w->ring && xf__ring_idle_poll(w))
+			if (w->ring && xf__ring_flush(w))
 				break;
 		} while (xf__now_ns() < spin_until &&
 			 !(atomic_load_explicit(&w->timers_nr, memory_order_relaxed) &&
