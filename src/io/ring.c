@@ -114,7 +114,12 @@ static void ring_free(struct xf__ring *r)
 
 static struct xf__ring *ring_new(int *err)
 {
-	struct io_uring_params p = {.flags = IORING_SETUP_CQSIZE, .cq_entries = CQ_ENTRIES};
+	/* Completions wait for the worker's next entry into the kernel
+	 * rather than interrupt it, and say so in the ring's flags, which the
+	 * ticker reads (xf__ring_wants_cpu): its preemption is that entry. */
+	struct io_uring_params p = {.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN |
+					     IORING_SETUP_TASKRUN_FLAG,
+				    .cq_entries = CQ_ENTRIES};
 	struct xf__ring *r = calloc(1, sizeof(*r));
 	int rc;
 
@@ -124,7 +129,11 @@ static struct xf__ring *ring_new(int *err)
 	}
 	r->kick_fd = -1;
 	rc = io_uring_queue_init_params(RING_ENTRIES, &r->ring, &p);
-	if (rc == -EINVAL) /* a kernel without IORING_SETUP_CQSIZE (before 5.5) */
+	if (rc == -EINVAL) { /* before 5.19: no TASKRUN_FLAG */
+		p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE, .cq_entries = CQ_ENTRIES};
+		rc = io_uring_queue_init_params(RING_ENTRIES, &r->ring, &p);
+	}
+	if (rc == -EINVAL) /* before 5.5: no CQSIZE */
 		rc = io_uring_queue_init(RING_ENTRIES, &r->ring, 0);
 	if (rc < 0) {
 		*err = -rc;
@@ -270,11 +279,20 @@ static void arm_kick(struct xf__worker *w)
 }
 
 /* Hands each completion to its fiber; whether any fiber woke. */
+/* Whether completions wait for a kernel entry to be posted. */
+static bool taskrun_pending(const struct xf__ring *r)
+{
+	return __atomic_load_n(r->ring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN;
+}
+
 static bool reap(struct xf__ring *r)
 {
 	struct io_uring_cqe *cqe;
 	unsigned head, n = 0;
 	bool woke = false;
+
+	if (taskrun_pending(r))
+		io_uring_get_events(&r->ring);
 
 	io_uring_for_each_cqe(&r->ring, head, cqe)
 	{
@@ -339,7 +357,8 @@ void xf__ring_poll(struct xf__worker *w)
 		submit(r);
 	else if (r->unsubmitted)
 		r->rounds_left--;
-	if (io_uring_cq_ready(&r->ring) || io_uring_cq_has_overflow(&r->ring))
+	if (io_uring_cq_ready(&r->ring) || io_uring_cq_has_overflow(&r->ring) ||
+	    taskrun_pending(r))
 		reap(r);
 	if (r->inflight || r->unsubmitted)
 		atomic_fetch_or_explicit(&w->due, XF_DUE_RING, memory_order_relaxed);
@@ -356,7 +375,9 @@ bool xf__ring_flush(struct xf__worker *w)
 		return false;
 	sweep(w);
 	submit(r);
-	return (io_uring_cq_ready(&r->ring) || io_uring_cq_has_overflow(&r->ring)) && reap(r);
+	return (io_uring_cq_ready(&r->ring) || io_uring_cq_has_overflow(&r->ring) ||
+		taskrun_pending(r)) &&
+	       reap(r);
 }
 
 bool xf__ring_busy(const struct xf__worker *w)
@@ -533,5 +554,5 @@ bool xf__ring_wants_cpu(const struct xf__worker *w)
 	return __atomic_load_n(&r->unsubmitted, __ATOMIC_RELAXED) ||
 	       __atomic_load_n(r->ring.cq.ktail, __ATOMIC_ACQUIRE) !=
 		   __atomic_load_n(r->ring.cq.khead, __ATOMIC_RELAXED) ||
-	       io_uring_cq_has_overflow(&r->ring);
+	       io_uring_cq_has_overflow(&r->ring) || taskrun_pending(r);
 }
