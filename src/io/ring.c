@@ -130,7 +130,8 @@ static struct xf__ring *ring_new(int *err)
 	r->kick_fd = -1;
 	rc = io_uring_queue_init_params(RING_ENTRIES, &r->ring, &p);
 	if (rc == -EINVAL) { /* before 5.19: no TASKRUN_FLAG */
-		p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE, .cq_entries = CQ_ENTRIES};
+		p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE,
+					     .cq_entries = CQ_ENTRIES};
 		rc = io_uring_queue_init_params(RING_ENTRIES, &r->ring, &p);
 	}
 	if (rc == -EINVAL) /* before 5.5: no CQSIZE */
@@ -357,8 +358,7 @@ void xf__ring_poll(struct xf__worker *w)
 		submit(r);
 	else if (r->unsubmitted)
 		r->rounds_left--;
-	if (io_uring_cq_ready(&r->ring) || io_uring_cq_has_overflow(&r->ring) ||
-	    taskrun_pending(r))
+	if (io_uring_cq_ready(&r->ring) || io_uring_cq_has_overflow(&r->ring) || taskrun_pending(r))
 		reap(r);
 	if (r->inflight || r->unsubmitted)
 		atomic_fetch_or_explicit(&w->due, XF_DUE_RING, memory_order_relaxed);
