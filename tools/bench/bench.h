@@ -70,7 +70,12 @@ struct xf_bench_params {
 	enum xf_bench_state state; /* registers dirtied around each operation */
 	bool release_tiles; /* then TILERELEASE: dead tiles back to init (fiber preemption rows) */
 	unsigned groups, loops, size, fds;
+	bool io_uring; /* io rows: the runtime's io_uring engine (XF_IO_BACKEND_IO_URING) */
 };
+
+/* Why xfiber's io_uring engine cannot run here (not built, or refused by
+ * the kernel), or NULL (server.c). */
+const char *xf_bench_uring_missing(void);
 
 /* One timed run. */
 struct xf_bench_sample {

@@ -62,6 +62,12 @@ struct pair {
 	atomic_uint *warm; /* pingers not yet warm: the timing starts at 0 */
 };
 
+/* The runtime of a fiber row: the engine its name says. */
+static xf_config io_config(const struct xf_bench_params *p)
+{
+	return (xf_config){.io_backend =
+			       p->io_uring ? XF_IO_BACKEND_IO_URING : XF_IO_BACKEND_EPOLL};
+}
 static bool trip(const struct pair *pp, int fd, bool ping)
 {
 	char c = 'x';
@@ -161,7 +167,7 @@ static int run_fibers(const struct xf_bench_params *p, struct pair *pairs, unsig
 	xf_fiber **f = calloc(2 * (size_t)npairs, sizeof(*f));
 	struct xf_fb_runtime rt;
 	unsigned spawned = 0;
-	int err = f ? xf_fb_start(p, (xf_config){0}, &rt, s) : ENOMEM;
+	int err = f ? xf_fb_start(p, io_config(p), &rt, s) : ENOMEM;
 
 	if (err) {
 		free(f);
@@ -357,7 +363,7 @@ static int read_run(const struct xf_bench_params *p, uint64_t iters, struct xf_b
 	xf = calloc(rounds, sizeof(*xf));
 	plain = calloc(rounds, sizeof(*plain));
 	ratio = calloc(rounds, sizeof(*ratio));
-	err = xf && plain && ratio ? xf_fb_start(p, (xf_config){0}, &rt, s) : ENOMEM;
+	err = xf && plain && ratio ? xf_fb_start(p, io_config(p), &rt, s) : ENOMEM;
 	started = !err;
 	/* Interleaved: each round's xf_reads against its plain reads. */
 	for (uint64_t i = 0; !err && i < rounds; i++) {
@@ -472,7 +478,9 @@ static int idle_measure(void *arg)
 
 	if (n < 1000)
 		snprintf(s->note, sizeof(s->note), "RLIMIT_NOFILE allows too few descriptors");
-	err = n < 1000 ? EMFILE : !fds || !f ? ENOMEM : xf_fb_start(job->p, (xf_config){0}, &rt, s);
+	err = n < 1000	   ? EMFILE
+	      : !fds || !f ? ENOMEM
+			   : xf_fb_start(job->p, io_config(job->p), &rt, s);
 	if (err)
 		return job->err = err;
 	xf_sem_init(&idle_gate, 0);
@@ -603,6 +611,38 @@ static int plan_io_go(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 	return 0;
 }
 
+/* The same fiber rows on the io_uring engine, beside epoll's: the rows
+ * choose the engine, whatever XFIBER_IO_BACKEND says. */
+static void plan_io_uring(const struct xf_bench_opts *o, struct xf_bench_plan *plan)
+{
+	struct xf_bench_params p = io_params(o, IO_FIBERS);
+	const char *why = xf_bench_uring_missing();
+	struct xf_bench_row *rows[4] = {0};
+	unsigned n = 0;
+
+	unsetenv("XFIBER_IO_BACKEND");
+	p.io_uring = true;
+	rows[n++] = xf_bench_plan_add(plan, &p, fibers_run, "socketpair/fiber-uring/1cpu");
+	if (many_params(o, &p)) {
+		rows[n++] = xf_bench_plan_add(plan, &p, fibers_run,
+					      "socketpairs-%d/fiber-uring/2cpu", MANY_PAIRS);
+		p = io_params(o, IO_FIBERS);
+		p.io_uring = true;
+	}
+	p.test = IO_READ_SOCKET;
+	rows[n++] = xf_bench_plan_add(plan, &p, read_run, "read-ready/socket-uring/1cpu");
+	if (!o->quick) {
+		p.test = IO_IDLE;
+		rows[n] = xf_bench_plan_add(plan, &p, idle_run, "idle-10k-uring/1cpu");
+		if (rows[n])
+			rows[n]->fixed_work = true;
+		n++;
+	}
+	for (unsigned i = 0; why && i < n; i++)
+		if (rows[i])
+			snprintf(rows[i]->skip, sizeof(rows[i]->skip), "%s", why);
+}
+
 static int plan_io_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan, char *err,
 			 size_t err_size)
 {
@@ -626,6 +666,7 @@ static int plan_io_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *pl
 	row = xf_bench_plan_add(plan, &p, idle_run, "idle-10k/1cpu");
 	if (row)
 		row->fixed_work = true;
+	plan_io_uring(o, plan);
 	return 0;
 }
 

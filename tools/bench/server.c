@@ -137,8 +137,7 @@ static const char *rust_missing(const char *path)
 #endif
 }
 
-/* Why xfiber's io_uring engine cannot run here, or NULL. */
-static const char *uring_missing(void)
+const char *xf_bench_uring_missing(void)
 {
 #ifdef XF_BENCH_HAVE_IO_URING
 	static char why[120];
@@ -158,8 +157,8 @@ static const char *uring_missing(void)
 
 static const char *missing(enum server s)
 {
-	if (s == SRV_URING && uring_missing())
-		return uring_missing();
+	if (s == SRV_URING && xf_bench_uring_missing())
+		return xf_bench_uring_missing();
 #ifdef XF_BENCH_RUST_WHY
 	if (s == SRV_TOKIO)
 		return rust_missing(XF_BENCH_ECHO_TOKIO);
