@@ -198,6 +198,14 @@ void xf__ring_fork_child(void)
 	snprintf(refused_why, sizeof(refused_why), "a forked child uses epoll");
 }
 
+/* Whether completions wait for a kernel entry to be posted. */
+static bool taskrun_pending(const struct xf__ring *r)
+{
+	return __atomic_load_n(r->ring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN;
+}
+
+static bool reap(struct xf__ring *r);
+
 /* --- submission --- */
 
 static void submit(struct xf__ring *r)
@@ -229,6 +237,9 @@ static struct io_uring_sqe *sqe_get(struct xf__worker *w)
 	while (!sqe) {
 		r->unsubmitted = io_uring_sq_ready(&r->ring);
 		submit(r);
+		/* A kernel whose completion queue is full takes no more
+		 * (EBUSY): what completed makes room. */
+		reap(r);
 		sqe = io_uring_get_sqe(&r->ring);
 	}
 	queued(w, r);
@@ -280,12 +291,6 @@ static void arm_kick(struct xf__worker *w)
 }
 
 /* Hands each completion to its fiber; whether any fiber woke. */
-/* Whether completions wait for a kernel entry to be posted. */
-static bool taskrun_pending(const struct xf__ring *r)
-{
-	return __atomic_load_n(r->ring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN;
-}
-
 static bool reap(struct xf__ring *r)
 {
 	struct io_uring_cqe *cqe;
