@@ -56,9 +56,10 @@
 #include "io/io.h"
 #include "runtime/hooks.h"
 
-#define RING_ENTRIES 256
-#define CQ_ENTRIES   4096 /* completions of up to that many requests between looks */
-#define SUBMIT_BATCH 32	  /* queued requests that go in at once, fibers still to run */
+#define RING_ENTRIES	  256
+#define CQ_ENTRIES	  4096	      /* completions of up to that many requests between looks */
+#define MAX_REQUEST_BYTES 0x7ffff000u /* MAX_RW_COUNT: what one read or write moves */
+#define SUBMIT_BATCH	  32	      /* queued requests that go in at once, fibers still to run */
 
 /* user_data of what is not a fiber's request: ignored completions. */
 #define TAG_IGNORE 0
@@ -143,13 +144,19 @@ static struct xf__ring *ring_new(int *err)
 		return NULL;
 	}
 	/* Without fast poll a request on a socket with nothing to read
-	 * would hold a kernel worker thread while it waits (before 5.7). */
-	if (!(r->ring.features & IORING_FEAT_FAST_POLL)) {
+	 * would hold a kernel worker thread while it waits (before 5.7);
+	 * without EXT_ARG a timed wait queues a timeout request of
+	 * liburing's own (before 5.11); multishot poll, the kick's, came in
+	 * 5.13, with RSRC_TAGS, which stands for it. */
+	if (!(r->ring.features & IORING_FEAT_FAST_POLL) ||
+	    !(r->ring.features & IORING_FEAT_EXT_ARG) ||
+	    !(r->ring.features & IORING_FEAT_RSRC_TAGS)) {
 		io_uring_queue_exit(&r->ring);
 		free(r);
 		*err = ENOTSUP;
-		snprintf(refused_why, sizeof(refused_why),
-			 "io_uring without IORING_FEAT_FAST_POLL (Linux before 5.7)");
+		snprintf(
+		    refused_why, sizeof(refused_why),
+		    "io_uring without fast poll, EXT_ARG or multishot poll (Linux before 5.13)");
 		return NULL;
 	}
 	r->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -228,27 +235,32 @@ static void queued(struct xf__worker *w, struct xf__ring *r)
 		r->rounds_left = atomic_load_explicit(&w->nr_queued, memory_order_relaxed);
 }
 
-/* A free entry, submitting what is queued if the ring is full. */
-static struct io_uring_sqe *sqe_get(struct xf__worker *w)
+/* Room for n more entries: what is queued goes in, and what completed is
+ * collected, until there is.  Called before anything of a request is
+ * prepared, so that no collection runs between its parts. */
+static void room_for(struct xf__ring *r, unsigned n)
 {
-	struct xf__ring *r = w->ring;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-
-	while (!sqe) {
+	while (io_uring_sq_space_left(&r->ring) < n) {
 		r->unsubmitted = io_uring_sq_ready(&r->ring);
 		submit(r);
-		/* A kernel whose completion queue is full takes no more
-		 * (EBUSY): what completed makes room. */
 		reap(r);
-		sqe = io_uring_get_sqe(&r->ring);
 	}
-	queued(w, r);
+}
+
+/* An entry, where room_for made room. */
+static struct io_uring_sqe *sqe_take(struct xf__worker *w)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring->ring);
+
+	XF_WARN_ON(!sqe);
+	queued(w, w->ring);
 	return sqe;
 }
 
+/* A cancel of wt, where room_for made room. */
 static void cancel_request(struct xf__worker *w, struct xf__ring_wait *wt)
 {
-	struct io_uring_sqe *sqe = sqe_get(w);
+	struct io_uring_sqe *sqe = sqe_take(w);
 
 	io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)wt, 0);
 	io_uring_sqe_set_data64(sqe, TAG_IGNORE);
@@ -264,31 +276,37 @@ static bool must_end(const struct xf__ring_wait *wt)
 }
 
 /* The sweep, if one was asked for: a cancel for each request whose wait
- * must end.  Only then: it walks every request in flight. */
+ * must end.  Only then: it walks every request in flight.  It collects
+ * nothing, which could end a wait under its feet: when the ring is full
+ * it submits and leaves the rest to the next look. */
 static void sweep(struct xf__worker *w)
 {
-	if (!atomic_load_explicit(&w->ring->sweep_wanted, memory_order_relaxed) ||
-	    !atomic_exchange_explicit(&w->ring->sweep_wanted, false, memory_order_seq_cst))
+	struct xf__ring *r = w->ring;
+
+	if (!atomic_load_explicit(&r->sweep_wanted, memory_order_relaxed) ||
+	    !atomic_exchange_explicit(&r->sweep_wanted, false, memory_order_seq_cst))
 		return;
-	for (struct xf__ring_wait *wt = w->ring->waits; wt; wt = wt->next)
-		if (!wt->cancel_sent && must_end(wt))
-			cancel_request(w, wt);
+	for (struct xf__ring_wait *wt = r->waits; wt; wt = wt->next) {
+		struct io_uring_sqe *sqe;
+
+		if (wt->cancel_sent || !must_end(wt))
+			continue;
+		sqe = io_uring_get_sqe(&r->ring);
+		if (!sqe) {
+			atomic_store_explicit(&r->sweep_wanted, true, memory_order_relaxed);
+			atomic_fetch_or_explicit(&w->due, XF_DUE_RING, memory_order_relaxed);
+			r->unsubmitted = io_uring_sq_ready(&r->ring);
+			submit(r);
+			return;
+		}
+		queued(w, r);
+		io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)wt, 0);
+		io_uring_sqe_set_data64(sqe, TAG_IGNORE);
+		wt->cancel_sent = true;
+	}
 }
 
 /* --- completion --- */
-
-static void arm_kick(struct xf__worker *w)
-{
-	struct xf__ring *r = w->ring;
-	struct io_uring_sqe *sqe;
-
-	if (r->kick_armed)
-		return;
-	sqe = sqe_get(w);
-	io_uring_prep_poll_multishot(sqe, r->kick_fd, POLLIN);
-	io_uring_sqe_set_data64(sqe, TAG_KICK);
-	r->kick_armed = true;
-}
 
 /* Hands each completion to its fiber; whether any fiber woke. */
 static bool reap(struct xf__ring *r)
@@ -321,7 +339,7 @@ static bool reap(struct xf__ring *r)
 			r->epoll_fired = true;
 			continue;
 		}
-		if (data <= TAG_MAX)
+		if (data <= TAG_MAX || data == LIBURING_UDATA_TIMEOUT)
 			continue;
 		wt = (struct xf__ring_wait *)(uintptr_t)data;
 		wt->res = cqe->res;
@@ -403,20 +421,31 @@ void xf__ring_park(struct xf__worker *w, uint64_t timeout_ns, bool poller)
 				       (long long)(timeout_ns % 1000000000u)};
 	struct io_uring_cqe *cqe;
 
-	arm_kick(w);
-	if (poller && !r->epoll_armed) {
-		struct io_uring_sqe *sqe = sqe_get(w);
+	/* The sweep and room for the two watches first: a collection after
+	 * they are armed could take their completions away. */
+	r->epoll_fired = false;
+	sweep(w);
+	room_for(r, 2);
+	if (!r->kick_armed) {
+		struct io_uring_sqe *sqe = sqe_take(w);
+
+		io_uring_prep_poll_multishot(sqe, r->kick_fd, POLLIN);
+		io_uring_sqe_set_data64(sqe, TAG_KICK);
+		r->kick_armed = true;
+	}
+	if (poller && !r->epoll_armed && !r->epoll_fired) {
+		struct io_uring_sqe *sqe = sqe_take(w);
 
 		io_uring_prep_poll_add(sqe, xf__poller_fd(), POLLIN);
 		io_uring_sqe_set_data64(sqe, TAG_EPOLL);
 		r->epoll_armed = true;
 	}
-	sweep(w);
-	r->epoll_fired = false;
-	/* An error (EINTR: a signal; ETIME: the timeout) is only the end of
-	 * the sleep. */
-	(void)io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, timeout_ns ? &ts : NULL, NULL);
-	r->unsubmitted = 0;
+	/* An error (EINTR: a signal; ETIME: the timeout; EBUSY: a full
+	 * completion queue) is only the end of the sleep. */
+	if (!r->epoll_fired)
+		(void)io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, timeout_ns ? &ts : NULL,
+						       NULL);
+	r->unsubmitted = io_uring_sq_ready(&r->ring); /* what did not go in */
 	reap(r);
 	if (poller)
 		xf__poller_collect(w, r->epoll_fired);
@@ -480,6 +509,7 @@ ssize_t xf__ring_call(struct xf__fd *e, int fd, const struct iovec *iov, int iov
 	struct xf__worker *w;
 	struct xf__ring *r;
 	uint64_t now = 0;
+	size_t len;
 	int state;
 
 	if (deadline_ns) {
@@ -496,13 +526,29 @@ ssize_t xf__ring_call(struct xf__fd *e, int fd, const struct iovec *iov, int iov
 	xf__wait_prepare(self); /* preemption off: this worker's ring, until we block */
 	w = xf__this_worker();
 	r = w->ring;
-	sqe = sqe_get(w);
+	/* The request, its timeout and perhaps a cancel of our own: room for
+	 * all three first, so that nothing is submitted or collected between
+	 * them. */
+	room_for(r, 3);
+	/* What it waits for, before the flags are looked at below: a
+	 * canceller that reads the kind must find ours (sched/cancel.c). */
+	self->wait_kind = XF_WAIT_ON_IO_REQUEST;
+	self->wait_object = (void *)(intptr_t)fd;
+	wt.next = r->waits;
+	if (r->waits)
+		r->waits->prev = &wt;
+	r->waits = &wt;
+	r->inflight++;
+	sqe = sqe_take(w);
 	/* MSG_NOSIGNAL always: the kernel may run the send on a thread of its
 	 * own, whose SIGPIPE would go astray; ours is raised below. */
+	/* An entry's length is 32 bits: a longer call moves part, as the
+	 * kernel's own calls do past MAX_RW_COUNT. */
+	len = iov[0].iov_len > MAX_REQUEST_BYTES ? MAX_REQUEST_BYTES : iov[0].iov_len;
 	if (iovcnt == 1 && write)
-		io_uring_prep_send(sqe, fd, iov[0].iov_base, iov[0].iov_len, flags | MSG_NOSIGNAL);
+		io_uring_prep_send(sqe, fd, iov[0].iov_base, len, flags | MSG_NOSIGNAL);
 	else if (iovcnt == 1)
-		io_uring_prep_recv(sqe, fd, iov[0].iov_base, iov[0].iov_len, flags);
+		io_uring_prep_recv(sqe, fd, iov[0].iov_base, len, flags);
 	else if (write)
 		io_uring_prep_sendmsg(sqe, fd, &msg, (unsigned)(flags | MSG_NOSIGNAL));
 	else
@@ -510,15 +556,10 @@ ssize_t xf__ring_call(struct xf__fd *e, int fd, const struct iovec *iov, int iov
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&wt);
 	if (deadline_ns) {
 		sqe->flags |= IOSQE_IO_LINK;
-		sqe = sqe_get(w);
+		sqe = sqe_take(w);
 		io_uring_prep_link_timeout(sqe, &ts, 0);
 		io_uring_sqe_set_data64(sqe, TAG_IGNORE);
 	}
-	wt.next = r->waits;
-	if (r->waits)
-		r->waits->prev = &wt;
-	r->waits = &wt;
-	r->inflight++;
 	/* The request is where a sweep finds it; then our own look at the
 	 * flags, against a closer's or canceller's look at us (ring.c's
 	 * head). */
@@ -533,7 +574,9 @@ ssize_t xf__ring_call(struct xf__fd *e, int fd, const struct iovec *iov, int iov
 	(void)state;
 	if (wt.res >= 0)
 		return wt.res;
-	if (wt.res == -ECANCELED) {
+	/* Cancelled: by our own sweep (ECANCELED, or EINTR from a request the
+	 * kernel was running on a thread of its own) or by its timeout. */
+	if (wt.res == -ECANCELED || wt.res == -EINTR) {
 		if (__atomic_load_n(&e->closing, __ATOMIC_ACQUIRE))
 			wt.res = -EBADF;
 		else if (xf__cancel_pending(self) || xf__io_cancelled())
@@ -556,8 +599,11 @@ bool xf__ring_wants_cpu(const struct xf__worker *w)
 {
 	const struct xf__ring *r = w->ring;
 
+	/* Completions only count with requests in flight: a late kick's is
+	 * no work, and would keep the ticker preempting for nothing. */
 	return __atomic_load_n(&r->unsubmitted, __ATOMIC_RELAXED) ||
-	       __atomic_load_n(r->ring.cq.ktail, __ATOMIC_ACQUIRE) !=
-		   __atomic_load_n(r->ring.cq.khead, __ATOMIC_RELAXED) ||
-	       io_uring_cq_has_overflow(&r->ring) || taskrun_pending(r);
+	       (__atomic_load_n(&r->inflight, __ATOMIC_RELAXED) &&
+		(__atomic_load_n(r->ring.cq.ktail, __ATOMIC_ACQUIRE) !=
+		     __atomic_load_n(r->ring.cq.khead, __ATOMIC_RELAXED) ||
+		 io_uring_cq_has_overflow(&r->ring) || taskrun_pending(r)));
 }
