@@ -69,14 +69,26 @@ struct rw_op {
 static ssize_t rw_attempt(int fd, enum xf__fd_kind kind, void *arg);
 
 #ifdef XF_HAVE_IO_URING
-/* A read or write on a socket as an io_uring request (ring.c): no try
- * first, and the descriptor's deadlines as a linked timeout. */
-static ssize_t ring_run(struct xf__fd *e, int fd, uint32_t events, const struct rw_op *op,
-			uint64_t *start_ns)
+/* A read or write on a socket as an io_uring request (ring.c), the
+ * descriptor's deadlines as a linked timeout.  A read tries first, as with
+ * epoll, until one finds nothing or stops short: ready data costs a recv,
+ * not a request and two switches.  From then on the socket's reads are
+ * requests; writes always are, so that they go in batches. */
+static ssize_t ring_run(struct xf__fd *e, int fd, enum xf__fd_kind kind, uint32_t events,
+			const struct rw_op *op, uint64_t *start_ns, size_t want)
 {
 	uint64_t deadline = 0, so_deadline = 0, until;
 	ssize_t r;
 
+	if (!op->write && !xf__fd_drained(e, EPOLLIN)) {
+		r = rw_attempt(fd, kind, (void *)op);
+		if (r < 0 && xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK)
+			return r;
+		if (r < 0 || (r > 0 && (size_t)r < want))
+			__atomic_fetch_or(&e->drained, EPOLLIN, __ATOMIC_RELAXED);
+		if (r >= 0)
+			return r;
+	}
 	if (e->read_timeout_ns || e->write_timeout_ns || e->so_rcvtimeo_ns || e->so_sndtimeo_ns) {
 		if (!*start_ns)
 			*start_ns = xf__now_ns();
@@ -126,23 +138,7 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 	}
 #ifdef XF_HAVE_IO_URING
 	if (attempt == rw_attempt && !once && xf__ring_takes(e, ((struct rw_op *)op)->flags)) {
-		/* A read tries first, as with epoll, until one finds nothing
-		 * (or stops short): ready data costs a recv, not a request and
-		 * two switches.  From then on the socket's reads are requests;
-		 * writes always are, so that they go in batches. */
-		if (!((struct rw_op *)op)->write && !xf__fd_drained(e, EPOLLIN)) {
-			r = attempt(fd, kind, op);
-			if (r > 0 && (size_t)r >= want)
-				goto out;
-			if (r >= 0 ||
-			    (xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK)) {
-				if (r > 0)
-					__atomic_fetch_or(&e->drained, EPOLLIN, __ATOMIC_RELAXED);
-				goto out;
-			}
-			__atomic_fetch_or(&e->drained, EPOLLIN, __ATOMIC_RELAXED);
-		}
-		r = ring_run(e, fd, events, op, start_ns);
+		r = ring_run(e, fd, kind, events, op, start_ns, want);
 		goto out;
 	}
 #endif

@@ -158,13 +158,20 @@ bool xf__poller_claim(struct xf__worker *w)
 	       atomic_compare_exchange_strong(&poller.owner, &none, w->id + 1);
 }
 
-void xf__poller_idle(struct xf__worker *w, uint64_t timeout_ns)
+/* The owner w's one wait of up to timeout_ns (0: a look), then the poller
+ * goes and the events go to their entries. */
+static void take_events(struct xf__worker *w, uint64_t timeout_ns)
 {
 	struct epoll_event ev[POLL_EVENTS];
-	int n = wait_events(ev, timeout_ns ? timeout_ns : UINT64_MAX);
+	int n = wait_events(ev, timeout_ns);
 
 	atomic_store_explicit(&poller.owner, OWNER_NONE, memory_order_release);
 	dispatch(ev, n > 0 ? n : 0, &w->stats);
+}
+
+void xf__poller_idle(struct xf__worker *w, uint64_t timeout_ns)
+{
+	take_events(w, timeout_ns ? timeout_ns : UINT64_MAX);
 }
 
 static struct {
@@ -191,12 +198,10 @@ int xf__poller_fd(void)
 
 void xf__poller_collect(struct xf__worker *w, bool fired)
 {
-	struct epoll_event ev[POLL_EVENTS];
-	int n = fired ? wait_events(ev, 0) : 0;
-
-	atomic_store_explicit(&poller.owner, OWNER_NONE, memory_order_release);
-	if (n > 0)
-		dispatch(ev, n, &w->stats);
+	if (fired)
+		take_events(w, 0);
+	else
+		xf__poller_release();
 }
 
 void xf__poller_release(void)

@@ -207,7 +207,7 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t resend_ns, uint64_t *
 		 * worker's need our looks. */
 		bool wants = wants_cpu(w, now) ||
 			     (busy && atomic_load_explicit(&w->timers_nr, memory_order_relaxed)) ||
-			     (busy && w->ring && xf__ring_busy(w));
+			     (busy && xf__ring_busy(w));
 
 		waiting |= wants;
 		/* A busy worker's timer that falls due within its slice. */
