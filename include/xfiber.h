@@ -239,6 +239,12 @@ typedef struct xf_config {
 	bool no_stack_guards; /* no guard below each stack: an overflow goes undetected, but on
 			       * kernels before 6.13 (no MADV_GUARD_INSTALL) far more fibers fit
 			       * under vm.max_map_count (docs/runtime.md) */
+	bool round_robin;     /* a preempted fiber keeps its turn in its worker's plain round robin.
+			       * By default it steps aside for the fibers just woken or spawned
+			       * that wait there - a short request's, say, behind a long one's -
+			       * as Linux runs a woken task ahead of a CPU-bound one, for at most
+			       * XF_WOKEN_FIRST_WAIT_SLICES slices (docs/preemption.md).  The
+			       * environment's XFIBER_ROUND_ROBIN=1 forces it */
 } xf_config;
 
 /* Bytes of stack for user frames.  The runtime adds room for one kernel
@@ -346,6 +352,10 @@ XF_API int xf_fiber_set_name(xf_fiber *f, const char *name);
  * is no live fiber. */
 XF_API int xf_fiber_set_batch(xf_fiber *f, bool batch);
 #define XF_BATCH_WAIT_SLICES 9
+/* How long a preempted fiber that stepped aside for fibers just woken waits
+ * at most (xf_config.round_robin): it keeps one slice in five of a worker
+ * that they keep busy. */
+#define XF_WOKEN_FIRST_WAIT_SLICES 4
 
 /* The worker the calling fiber runs on right now (0..workers-1), or -1. */
 XF_API int xf_worker_id(void);
@@ -628,8 +638,12 @@ typedef struct xf_worker_stats {
 	uint64_t blocking_jobs;		 /* calls run in the blocking pool */
 	uint64_t batch_stepped_aside;	 /* preemptions of a batch fiber that let others run
 					  * first (xf_fiber_set_batch) */
-	uint64_t batch_starved;		 /* ...that waited XF_BATCH_WAIT_SLICES slices and
-					  * were queued with the others */
+	uint64_t batch_starved;		 /* fibers that stepped aside (batch work, or woken
+					  * first below) and waited their slices at most
+					  * (XF_BATCH_WAIT_SLICES, XF_WOKEN_FIRST_WAIT_SLICES),
+					  * then were queued with the others */
+	uint64_t woken_first;		 /* preemptions of a fiber (not batch work) that let
+					  * fibers just woken run first (xf_config.round_robin) */
 } xf_worker_stats;
 
 typedef struct xf_stats {

@@ -274,9 +274,11 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	if (w->ring) /* and the requests its fibers queued go in (io/ring.c) */
 		xf__ring_flush(w);
 	xf__cxx_once_get(w, f->once_kept);
-	/* Batch work lets latency-critical fibers go first (sched/schedule.c). */
-	if (likely(!__atomic_load_n(&f->batch, __ATOMIC_RELAXED)) || waiting != NOT_WAITING ||
-	    !xf__batch_step_aside(w, f))
+	/* Long work lets short go first: batch work, and unless the config
+	 * asks for plain round robin any fiber, when fibers just woken wait
+	 * (sched/schedule.c). */
+	if ((xf__rt.round_robin && likely(!__atomic_load_n(&f->batch, __ATOMIC_RELAXED))) ||
+	    waiting != NOT_WAITING || !xf__batch_step_aside(w, f))
 		xf__schedule(w, XF_PREV_REQUEUE);
 	w = xf__this_worker();
 	if (w == preempted_on && w->stats.switches == switches) {

@@ -23,9 +23,10 @@
 	X(io_events)                                                                               \
 	X(blocking_jobs)                                                                           \
 	X(batch_stepped_aside)                                                                     \
-	X(batch_starved)
+	X(batch_starved)                                                                           \
+	X(woken_first)
 
-_Static_assert(sizeof(xf_worker_stats) == 18 * sizeof(uint64_t),
+_Static_assert(sizeof(xf_worker_stats) == 19 * sizeof(uint64_t),
 	       "a counter added to xf_worker_stats must be added to FIELDS too");
 
 int xf_stats_get(xf_stats *out)

@@ -116,6 +116,16 @@ static bool cooperative_forced(void)
 	return c && !strcmp(c, "1");
 }
 
+/* XFIBER_ROUND_ROBIN=1 keeps preempted fibers in the plain round robin
+ * whatever the config says: to tell whether a program's behaviour comes
+ * from woken fibers going first. */
+static bool round_robin_forced(void)
+{
+	const char *c = getenv("XFIBER_ROUND_ROBIN");
+
+	return c && !strcmp(c, "1");
+}
+
 /* Whether a misuse returns its error or aborts: XFIBER_MISUSE=return|abort,
  * by default abort in debug builds, where it is a bug to find. */
 static bool misuse_returns(void)
@@ -326,6 +336,7 @@ static int start(const xf_config *cfg, int backend)
 	}
 	xf__rt.preempt_enabled = !cfg->cooperative && !cooperative_forced();
 	xf__rt.misuse_returns = misuse_returns();
+	xf__rt.round_robin = cfg->round_robin || round_robin_forced();
 	if (xf__rt.preempt_enabled) {
 		err = xf__ticker_start();
 		if (err)

@@ -159,6 +159,9 @@ struct xf_fiber {
 	 * (pinned, staying, or preempted; runq.h). */
 	bool counted_fixed;
 	bool batch; /* xf_fiber_set_batch: steps aside at a preemption (schedule.c) */
+	/* Queued by a wake-up or its spawn, and not yielded since: work a
+	 * preempted fiber steps aside for (schedule.c). */
+	bool woken;
 	void *wait_data; /* e.g. the message a channel waiter moves */
 	struct xf__timer timer;
 
@@ -451,6 +454,7 @@ struct xf__runtime {
 							 * at voluntary switches */
 	bool preempt_enabled;  /* the ticker runs */
 	bool misuse_returns;   /* a misuse returns its error rather than aborting */
+	bool round_robin;      /* xf_config.round_robin: preempted fibers never step aside */
 	uint64_t base_sigmask; /* the workers' signal mask (first 64 signals) */
 	uint32_t fork_gen;     /* forks from a fiber so far (runtime/runtime.c's fork_child) */
 	pid_t pid;	       /* getpid() at xf_init: who the ticker's signals come from */
@@ -625,9 +629,9 @@ uint64_t xf__now_ns(void);
  * XF_PREV_BLOCK the caller must already be reachable by its waker.  The
  * caller has disabled preemption once (xf__preempt_disable or a spinlock). */
 void xf__schedule(struct xf__worker *w, enum xf__prev_action action);
-/* The preempted batch fiber f, running on w, lets the latency-critical
- * fibers waiting there run first; false (and no switch) if none waits
- * (schedule.c). */
+/* The preempted fiber f, running on w, lets the fibers waiting there that
+ * go before it run first - any but batch work if f is batch work, else
+ * those just woken; false (and no switch) if none waits (schedule.c). */
 bool xf__batch_step_aside(struct xf__worker *w, struct xf_fiber *f);
 
 /* xf_yield() in C, for every case its assembly fast path leaves to it. */

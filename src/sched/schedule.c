@@ -175,22 +175,29 @@ static inline void prefetch_in_line(struct xf__worker *w)
 }
 
 /*
- * The batch class (xf_fiber_set_batch), the way Linux's SCHED_BATCH and
- * Shinjuku put long work behind short.  A batch fiber preempted while a
- * latency-critical fiber waits in its worker's ring steps aside: it leaves
- * the ring for the worker's batch line (xf__batch_step_aside), and the
- * batch fibers queued ahead of that one, which would otherwise run a slice
- * each before it, get out of its way (batch_clear_the_way).  The line
- * comes back into the ring
- *   - all of it, when the ring runs dry at a block or an exit: the batch
- *     fibers then share the worker round robin, and
+ * Long work steps aside for short, the way Linux's SCHED_BATCH, its
+ * wake-up preemption and Shinjuku put it behind short.  Two kinds:
+ *   - a batch fiber (xf_fiber_set_batch) preempted while any other fiber
+ *     waits in its worker's ring;
+ *   - any other preempted fiber, unless xf_config.round_robin, while a
+ *     fiber just woken or spawned waits there (latency_critical): a short
+ *     request's, whose bytes came while a long one ran.
+ * It leaves the ring for the worker's batch line (xf__batch_step_aside),
+ * and the preempted or batch fibers queued ahead of the one it steps aside
+ * for, which would otherwise run a slice each before it, get out of its
+ * way (batch_clear_the_way).  The line comes back into the ring
+ *   - all of it, when the ring runs dry at a block or an exit: its fibers
+ *     then share the worker round robin, and
  *   - its first fiber alone, once it has waited XF_BATCH_WAIT_SLICES slices
- *     (looked at by every decision while the line is not empty, and the
- *     ticker keeps deciding meanwhile): latency-critical fibers that keep
- *     the worker busy leave batch work one slice in ten, and wait at most
- *     a slice behind it.
- * Nothing else moves a fiber of the line: nobody wakes it, as it waits for
- * nothing, and no thief sees it.
+ *     (batch work) or XF_WOKEN_FIRST_WAIT_SLICES (the others; looked at by
+ *     every decision while the line is not empty, and the ticker keeps
+ *     deciding meanwhile): fibers that keep the worker busy leave batch
+ *     work one slice in ten and other long work one in five, and wait at
+ *     most a slice behind it.
+ * A fiber that yields is not latency-critical: a loop that yields while it
+ * waits for a CPU-bound fiber's result would otherwise keep that fiber in
+ * the line.  Nothing else moves a fiber of the line: nobody wakes it, as it
+ * waits for nothing, and no thief sees it.
  */
 static __attribute__((noinline)) void batch_release(struct xf__worker *w, bool ring_dry)
 {
@@ -205,9 +212,12 @@ static __attribute__((noinline)) void batch_release(struct xf__worker *w, bool r
 		return;
 	}
 	now = xf__now_ns();
-	if (now - w->batch_since_ns < (uint64_t)XF_BATCH_WAIT_SLICES * xf__rt.slice_us * 1000)
-		return;
 	f = w->batch_head;
+	if (now - w->batch_since_ns < (uint64_t)(__atomic_load_n(&f->batch, __ATOMIC_RELAXED)
+						     ? XF_BATCH_WAIT_SLICES
+						     : XF_WOKEN_FIRST_WAIT_SLICES) *
+					  xf__rt.slice_us * 1000)
+		return;
 	w->batch_head = f->batch_next;
 	if (!w->batch_head) {
 		w->batch_tail = NULL;
@@ -239,26 +249,43 @@ static void batch_line_append(struct xf__worker *w, struct xf_fiber *f)
 }
 
 /*
- * Whether a latency-critical fiber waits in w's ring, looked for among the
- * first XF_BATCH_LOOK that wait (a preemption walks them: bounded; behind
- * more batch fibers than that, it waits its turn as without the class).
- * If so, the batch fibers ahead of it leave its way: to the line those
- * that may not move anyway (preempted, pinned, holding a thread's lock),
- * to the ring's tail the others, where an idle worker may still take them
+ * Whether a fiber the preempted one steps aside for (passed_over) waits in
+ * w's ring, looked for among the first XF_BATCH_LOOK that wait (a
+ * preemption walks them: bounded; behind more than that, it waits its turn
+ * as without the rule).  If so, the fibers ahead of it leave its way: to
+ * the line those that may not move anyway (preempted, or batch work pinned
+ * or holding a thread's lock), to the ring's tail the others - batch work
+ * and fibers that yielded -, where an idle worker may still take them
  * (in the line they would wait for their first preemption there, and then
  * never move: a reviewer's 6 batch fibers shared one worker while the
  * other idled).
  */
 #define XF_BATCH_LOOK 16
 
-static bool batch_clear_the_way(struct xf__worker *w)
+/* Woken (or new) and not yet run since, as a short request's fiber is when
+ * its bytes arrive: not a fiber that yielded, preempted or batch work. */
+static bool latency_critical(const struct xf_fiber *f)
+{
+	return __atomic_load_n(&f->woken, __ATOMIC_RELAXED) && !f->preempted &&
+	       atomic_load_explicit(&f->on_cpu, memory_order_relaxed) != XF_OFF_CPU_YIELDED &&
+	       !__atomic_load_n(&f->batch, __ATOMIC_RELAXED);
+}
+
+/* Whether f, waiting in the ring, is no reason for the preempted fiber to
+ * step aside: for batch work, another batch fiber; for any other, a fiber
+ * that is not latency-critical. */
+static bool passed_over(const struct xf_fiber *f, bool batch)
+{
+	return batch ? __atomic_load_n(&f->batch, __ATOMIC_RELAXED) : !latency_critical(f);
+}
+
+static bool batch_clear_the_way(struct xf__worker *w, bool batch)
 {
 	struct xf__runq *q = &w->runq;
 	struct xf_fiber *f = q->head;
 	unsigned ahead = 0;
 
-	while (f && ahead < q->len && ahead < XF_BATCH_LOOK &&
-	       __atomic_load_n(&f->batch, __ATOMIC_RELAXED)) {
+	while (f && ahead < q->len && ahead < XF_BATCH_LOOK && passed_over(f, batch)) {
 		f = f->run_next;
 		ahead++;
 	}
@@ -273,7 +300,8 @@ static bool batch_clear_the_way(struct xf__worker *w)
 		q->head = b->run_next;
 		q->len--;
 		xf__runq_fixed_set(w, b, false);
-		if (xf__fiber_fixed(b)) {
+		if (b->preempted ||
+		    (xf__fiber_stays(b) && __atomic_load_n(&b->batch, __ATOMIC_RELAXED))) {
 			batch_line_append(w, b);
 		} else {
 			b->batch_next = NULL;
@@ -293,10 +321,13 @@ static bool batch_clear_the_way(struct xf__worker *w)
 bool xf__batch_step_aside(struct xf__worker *w, struct xf_fiber *f)
 {
 	XF_WARN_ON(w->current != f || !f->preempted);
-	if (!batch_clear_the_way(w))
+	if (!batch_clear_the_way(w, __atomic_load_n(&f->batch, __ATOMIC_RELAXED)))
 		return false;
 	batch_line_append(w, f);
-	XF_STAT_INC(w, batch_stepped_aside, 1);
+	if (__atomic_load_n(&f->batch, __ATOMIC_RELAXED))
+		XF_STAT_INC(w, batch_stepped_aside, 1);
+	else
+		XF_STAT_INC(w, woken_first, 1);
 	xf__schedule(w, XF_PREV_BLOCK);
 	return true;
 }
@@ -311,6 +342,7 @@ static void schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t
 	XF_WARN_ON(!(xf__preempt_word_get() & XF_PREEMPT_NESTING));
 	release_dead_tiles(w, prev);
 	if (action == XF_PREV_REQUEUE) {
+		__atomic_store_n(&prev->woken, false, __ATOMIC_RELAXED); /* yielded */
 		xf__runq_poll(w);
 		batch_look(w, false); /* a fiber still runs: only the starved */
 		next = xf__runq_rotate(w, prev); /* prev behind the others */
@@ -437,6 +469,7 @@ void xf__wake(struct xf_fiber *f)
 		}
 	}
 	home = &xf__rt.workers[f->home];
+	__atomic_store_n(&f->woken, true, __ATOMIC_RELAXED);
 	xf__preempt_disable(); /* the run queue is this worker's alone */
 	xf__ticker_poke();
 	w = xf__this_worker();

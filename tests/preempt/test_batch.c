@@ -1,12 +1,14 @@
 /*
- * test_batch.c - the batch class (xf_fiber_set_batch, sched/schedule.c).
+ * test_batch.c - long work steps aside for short (sched/schedule.c): the
+ * batch class (xf_fiber_set_batch), and preempted fibers behind fibers just
+ * woken (xf_config.round_robin off, the default).
  *
  * Fibers spin in units of work on one worker with 100 us slices; what each
  * got is the count of its units over a few hundred milliseconds, so the
  * checks are shares of the worker, which a loaded machine slows for all
  * fibers alike.
  *
- * usage: test_batch aside|dry|set|cooperative
+ * usage: test_batch aside|dry|set|cooperative|woken|yield|fair
  *   aside        a batch fiber beside a CPU-bound latency-critical one gets
  *                about one slice in ten (the guard), where a latency-critical
  *                twin in its place gets half: the control, run first
@@ -15,6 +17,15 @@
  *   set          xf_fiber_set_batch: its errors, and a fiber that turns
  *                itself into batch work mid-run steps aside
  *   cooperative  without slices the class changes nothing, and nothing hangs
+ *   woken        a sleeper beside two CPU-bound fibers: at its wake-ups the
+ *                preempted one steps aside (woken_first), the two still share
+ *                the rest; with round_robin (config, or XFIBER_ROUND_ROBIN=1)
+ *                nothing steps aside
+ *   yield        a loop that yields until a CPU-bound fiber is done is not
+ *                latency-critical: the CPU-bound fiber never steps aside for it
+ *   fair         a CPU-bound fiber beside a ping-pong over a channel, whose
+ *                fibers are woken at every message, keeps at least its
+ *                guaranteed share (one slice in XF_WOKEN_FIRST_WAIT_SLICES + 1)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,6 +46,7 @@ struct spinner {
 };
 
 static atomic_bool stop;
+static bool round_robin; /* xf_config.round_robin of the runtimes made */
 
 /* One unit: about a microsecond of the CPU, in this program's own code,
  * where preemption is never deferred. */
@@ -73,8 +85,10 @@ static xf_fiber *start(struct spinner *s, bool batch)
 
 static void init(bool cooperative)
 {
-	CHECK_ERR(xf_init(&(xf_config){
-			  .workers = 1, .slice_us = SLICE_US, .cooperative = cooperative}),
+	CHECK_ERR(xf_init(&(xf_config){.workers = 1,
+				       .slice_us = SLICE_US,
+				       .cooperative = cooperative,
+				       .round_robin = round_robin}),
 		  0);
 	atomic_store(&stop, false);
 }
@@ -124,7 +138,9 @@ static void test_aside(void)
 	if (control < 0.3 || control > 0.7)
 		xf_test_fail("control: two latency-critical spinners shared %.2f / %.2f", control,
 			     1 - control);
-	if (st.total.batch_stepped_aside || st.total.batch_starved)
+	/* The first to run may step aside once for the other, new and not
+	 * yet run: woken_first, released by the guard. */
+	if (st.total.batch_stepped_aside || st.total.batch_starved > st.total.woken_first)
 		xf_test_fail("control: no batch fiber, yet %llu steps aside, %llu starved",
 			     (unsigned long long)st.total.batch_stepped_aside,
 			     (unsigned long long)st.total.batch_starved);
@@ -219,10 +235,180 @@ static void test_cooperative(void)
 	       (unsigned long long)atomic_load(&l.units));
 }
 
+/* Two CPU-bound fibers and a sleeper (~100 us of work, then 1 ms asleep) on
+ * one worker for ms: the counters, the sleeper's rounds, the spinners'
+ * shares of what they got. */
+static void run_woken(unsigned ms, xf_stats *st, uint64_t *rounds, double *spinners_share)
+{
+	struct spinner a = {0}, b = {0}, s = {.sleep_every = 100};
+	xf_fiber *fa, *fb, *fs;
+
+	init(false);
+	fa = start(&a, false);
+	fb = start(&b, false);
+	fs = start(&s, false);
+	CHECK_ERR(xf_sleep_ns((uint64_t)ms * 1000000), 0);
+	atomic_store(&stop, true);
+	CHECK_ERR(xf_join(fa, NULL), 0);
+	CHECK_ERR(xf_join(fb, NULL), 0);
+	CHECK_ERR(xf_join(fs, NULL), 0);
+	CHECK_ERR(xf_stats_get(st), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	*rounds = atomic_load(&s.units) / 100;
+	*spinners_share = share(&a, &b);
+}
+
+static void test_woken(void)
+{
+	xf_stats st;
+	uint64_t rounds, rr_rounds, aside;
+	double ab, rr_ab;
+
+	run_woken(400, &st, &rounds, &ab);
+	aside = st.total.woken_first;
+	/* Each wake-up of the sleeper that found a spinner running: ~1 per
+	 * 1.1 ms, fewer on a loaded machine. */
+	if (st.total.woken_first < 20)
+		xf_test_fail("woken: %llu preempted fibers stepped aside for a sleeper's %llu "
+			     "wake-ups",
+			     (unsigned long long)st.total.woken_first, (unsigned long long)rounds);
+	if (rounds < 50)
+		xf_test_fail("woken: the sleeper ran only %llu rounds in 400 ms",
+			     (unsigned long long)rounds);
+	/* Whichever was preempted steps aside: they still share the rest. */
+	if (ab < 0.25 || ab > 0.75)
+		xf_test_fail("woken: two spinners beside a sleeper shared %.2f / %.2f", ab, 1 - ab);
+	if (st.total.batch_stepped_aside)
+		xf_test_fail("woken: %llu batch steps aside without batch work",
+			     (unsigned long long)st.total.batch_stepped_aside);
+
+	round_robin = true;
+	run_woken(200, &st, &rr_rounds, &rr_ab);
+	if (st.total.woken_first || st.total.batch_starved)
+		xf_test_fail("round_robin: %llu steps aside, %llu released",
+			     (unsigned long long)st.total.woken_first,
+			     (unsigned long long)st.total.batch_starved);
+	round_robin = false;
+	printf("woken: %llu steps aside for %llu wake-ups, spinners %.2f / %.2f; round robin: "
+	       "none (%llu wake-ups, %.2f / %.2f)\n",
+	       (unsigned long long)aside, (unsigned long long)rounds, ab, 1 - ab,
+	       (unsigned long long)rr_rounds, rr_ab, 1 - rr_ab);
+}
+
+/* Yields until the spinner has done its work. */
+static void *wait_by_yielding(void *arg)
+{
+	struct spinner *s = arg;
+	uint64_t yields = 0;
+
+	while (atomic_load_explicit(&s->units, memory_order_relaxed) < 200000 &&
+	       !atomic_load_explicit(&stop, memory_order_relaxed)) {
+		xf_yield();
+		yields++;
+	}
+	atomic_store(&stop, true);
+	return (void *)(uintptr_t)yields;
+}
+
+static void test_yield(void)
+{
+	struct spinner s = {0};
+	xf_fiber *fs, *fy;
+	xf_stats st;
+	void *yields;
+
+	init(false);
+	fs = start(&s, false);
+	CHECK_ERR(xf_spawn(&fy, wait_by_yielding, &s, NULL), 0);
+	CHECK_ERR(xf_join(fy, &yields), 0);
+	CHECK_ERR(xf_join(fs, NULL), 0);
+	CHECK_ERR(xf_stats_get(&st), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	/* At most the steps aside for each other's first run, as new fibers. */
+	if (st.total.woken_first > 2)
+		xf_test_fail("yield: a CPU-bound fiber stepped aside %llu times for a loop that "
+			     "yields",
+			     (unsigned long long)st.total.woken_first);
+	printf("yield: %llu steps aside, %llu yields while 200,000 units ran\n",
+	       (unsigned long long)st.total.woken_first, (unsigned long long)(uintptr_t)yields);
+}
+
+static void *ping_pong(void *arg)
+{
+	xf_chan **ch = arg; /* ch[0] in, ch[1] out */
+	int v = 0;
+
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		if (xf_chan_send(ch[1], &v) || xf_chan_recv(ch[0], &v))
+			break;
+		unit();
+	}
+	return NULL;
+}
+
+/* The spinner's units in ms beside a ping-pong (or alone). */
+static uint64_t spin_beside_ping_pong(bool ping_pong_too, unsigned ms, xf_stats *st)
+{
+	struct spinner s = {0};
+	xf_chan *a, *b, *ab[2], *ba[2];
+	xf_fiber *fs, *fp = NULL, *fq = NULL;
+	int v;
+
+	init(false);
+	CHECK_ERR(xf_chan_create(&a, sizeof(int), 1), 0);
+	CHECK_ERR(xf_chan_create(&b, sizeof(int), 1), 0);
+	ab[0] = a, ab[1] = b, ba[0] = b, ba[1] = a;
+	fs = start(&s, false);
+	if (ping_pong_too) {
+		CHECK_ERR(xf_spawn(&fp, ping_pong, ab, NULL), 0);
+		CHECK_ERR(xf_spawn(&fq, ping_pong, ba, NULL), 0);
+	}
+	CHECK_ERR(xf_sleep_ns((uint64_t)ms * 1000000), 0);
+	atomic_store(&stop, true);
+	CHECK_ERR(xf_join(fs, NULL), 0);
+	if (ping_pong_too) {
+		/* Whichever waits in a receive gets one more message. */
+		(void)xf_chan_try_send(a, &v);
+		(void)xf_chan_try_send(b, &v);
+		CHECK_ERR(xf_join(fp, NULL), 0);
+		CHECK_ERR(xf_join(fq, NULL), 0);
+	}
+	CHECK_ERR(xf_stats_get(st), 0);
+	CHECK_ERR(xf_chan_destroy(a), 0);
+	CHECK_ERR(xf_chan_destroy(b), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	return atomic_load(&s.units);
+}
+
+static void test_fair(void)
+{
+	xf_stats st;
+	uint64_t alone = spin_beside_ping_pong(false, 200, &st);
+	uint64_t beside = spin_beside_ping_pong(true, 200, &st);
+	double kept = (double)beside / (double)alone;
+
+	if (alone < 1000)
+		xf_test_fail("fair: the spinner alone barely ran: %llu units",
+			     (unsigned long long)alone);
+	/* One slice in XF_WOKEN_FIRST_WAIT_SLICES + 1 = 0.2: the margin is
+	 * for late ticks and the ping-pong's share of the cache. */
+	if (kept < 0.1)
+		xf_test_fail("fair: a spinner beside a ping-pong kept %.2f of its rate alone "
+			     "(%llu steps aside, %llu releases by the guard)",
+			     kept, (unsigned long long)st.total.woken_first,
+			     (unsigned long long)st.total.batch_starved);
+	if (!st.total.woken_first)
+		xf_test_fail("fair: the spinner never stepped aside for the ping-pong");
+	printf("fair: beside a ping-pong the spinner kept %.2f of its rate alone (%llu steps "
+	       "aside, %llu releases by the guard)\n",
+	       kept, (unsigned long long)st.total.woken_first,
+	       (unsigned long long)st.total.batch_starved);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		xf_test_fail("usage: test_batch aside|dry|set|cooperative");
+		xf_test_fail("usage: test_batch aside|dry|set|cooperative|woken|yield|fair");
 	if (!strcmp(argv[1], "aside"))
 		test_aside();
 	else if (!strcmp(argv[1], "dry"))
@@ -231,6 +417,12 @@ int main(int argc, char **argv)
 		test_set();
 	else if (!strcmp(argv[1], "cooperative"))
 		test_cooperative();
+	else if (!strcmp(argv[1], "woken"))
+		test_woken();
+	else if (!strcmp(argv[1], "yield"))
+		test_yield();
+	else if (!strcmp(argv[1], "fair"))
+		test_fair();
 	else
 		xf_test_fail("unknown case %s", argv[1]);
 	return 0;
