@@ -3,7 +3,7 @@
  *
  *   example_httpd [--port P] [--workers N] [--slice-us S] [--cooperative]
  *                 [--header-timeout-ms T] [--idle-timeout-ms T] [--threads]
- *                 [--batch-over-us U]
+ *                 [--batch-over-us U] [--round-robin]
  *
  * Port 0 (the default) picks a free port; the first line printed is
  * "listening on 127.0.0.1:PORT".  Workers default to one per CPU.  The
@@ -20,6 +20,10 @@
  * --batch-over-us U runs a /spin of U microseconds or more as batch work
  * (xf_fiber_set_batch): short requests go first, and long ones keep a
  * share of the CPU; what a server does for its known-heavy routes.
+ *
+ * --round-robin keeps a preempted request in the plain round robin
+ * (xf_config.round_robin) instead of behind the requests whose bytes have
+ * just arrived: the scheduling before 2026-11-27, for comparison.
  *
  * --threads serves each connection on a kernel thread instead, without
  * xfiber (its calls are then the plain ones) and without the timeouts: the
@@ -233,7 +237,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: example_httpd [--port P] [--workers N] [--slice-us S] "
 			"[--cooperative] [--header-timeout-ms T] [--idle-timeout-ms T] "
-			"[--threads] [--batch-over-us U]\n");
+			"[--threads] [--batch-over-us U] [--round-robin]\n");
 	exit(2);
 }
 
@@ -266,6 +270,10 @@ int main(int argc, char **argv)
 		if (!strcmp(opt, "--cooperative") || !strcmp(opt, "--threads")) {
 			cfg.cooperative |= opt[2] == 'c';
 			threads |= opt[2] == 't';
+			continue;
+		}
+		if (!strcmp(opt, "--round-robin")) {
+			cfg.round_robin = true;
 			continue;
 		}
 		if (!strcmp(opt, "--port"))

@@ -11,6 +11,9 @@
  *              run as batch work (xf_fiber_set_batch), in the mix rows
  *   xfiber-uring  xfiber with XFIBER_IO_BACKEND=io_uring: socket reads and
  *              writes as io_uring requests (docs/io.md)
+ *   xfiber-rr  example_httpd --round-robin: a preempted request keeps its
+ *              turn in the plain round robin instead of stepping aside for
+ *              requests just woken (xf_config.round_robin), in the mix rows
  *
  * Each server is pinned to the first CPU and its load to the second.
  *
@@ -82,10 +85,12 @@ enum server {
 	SRV_TOKIO, /* echo rows only */
 	SRV_MONOIO,
 	SRV_URING, /* xfiber with its io_uring engine (XFIBER_IO_BACKEND=io_uring) */
+	SRV_RR,	   /* xfiber with xf_config.round_robin (mix rows) */
 	SRV_N
 };
-static const char *const server_names[SRV_N] = {
-    "xfiber", "coop", "go", "libuv", "threads", "xfiber-batch", "tokio", "monoio", "xfiber-uring"};
+static const char *const server_names[SRV_N] = {"xfiber",	"coop",		"go",	 "libuv",
+						"threads",	"xfiber-batch", "tokio", "monoio",
+						"xfiber-uring", "xfiber-rr"};
 
 /* xfiber-batch: example_httpd --batch-over-us, the mix's long requests as
  * batch work (xf_fiber_set_batch), its short ones latency-critical. */
@@ -268,6 +273,8 @@ static int server_start(enum server s, unsigned slice_us, const int *cpus, int w
 			argv[n++] = "--batch-over-us";
 			argv[n++] = BATCH_OVER_US;
 		}
+		if (s == SRV_RR)
+			argv[n++] = "--round-robin";
 	}
 #endif
 	argv[n] = NULL;
@@ -828,6 +835,8 @@ static void add_row_on(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 		snprintf(name, sizeof(name), "xfiber-%uus-batch", slice_us);
 	else if (s == SRV_URING && slice_us != 1000)
 		snprintf(name, sizeof(name), "xfiber-%uus-uring", slice_us);
+	else if (s == SRV_RR)
+		snprintf(name, sizeof(name), "xfiber-%uus-rr", slice_us);
 	else
 		snprintf(name, sizeof(name), "%s", server_names[s]);
 	if (test == T_AGREE)
@@ -885,7 +894,8 @@ static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 	quick = o->quick;
 	for (int t = T_ROOT; t <= (o->quick ? T_ROOT : T_SPIN10); t++)
 		for (enum server s = SRV_XFIBER; s < SRV_N; s++)
-			if (s != SRV_COOP && s != SRV_BATCH && s != SRV_TOKIO && s != SRV_MONOIO)
+			if (s != SRV_COOP && s != SRV_BATCH && s != SRV_TOKIO && s != SRV_MONOIO &&
+			    s != SRV_RR)
 				add_row(o, plan, t, s, 1000, 0);
 	add_row(o, plan, T_ECHO, SRV_XFIBER, 0, 0);
 	add_row(o, plan, T_ECHO, SRV_URING, 0, 0);
@@ -900,6 +910,7 @@ static int plan_server(const struct xf_bench_opts *o, struct xf_bench_plan *plan
 	for (unsigned l = 0; l < nloads; l++) {
 		for (unsigned k = 0; k < nslices; k++)
 			add_row(o, plan, T_MIX, SRV_XFIBER, slices[k], loads[l]);
+		add_row(o, plan, T_MIX, SRV_RR, 100, loads[l]);
 		add_row(o, plan, T_MIX, SRV_BATCH, 100, loads[l]);
 		add_row(o, plan, T_MIX, SRV_URING, 100, loads[l]);
 		add_row(o, plan, T_MIX, SRV_COOP, 1000, loads[l]);
