@@ -194,6 +194,8 @@ static inline void prefetch_in_line(struct xf__worker *w)
  *     deciding meanwhile): fibers that keep the worker busy leave batch
  *     work one slice in ten and other long work one in five, and wait at
  *     most a slice behind it.
+ * The line is first come, first served, and its first fiber's class sets
+ * the wait: behind batch work, other long work waits as long as it does.
  * A fiber that yields is not latency-critical: a loop that yields while it
  * waits for a CPU-bound fiber's result would otherwise keep that fiber in
  * the line.  Nothing else moves a fiber of the line: nobody wakes it, as it
