@@ -243,8 +243,9 @@ typedef struct xf_config {
 			       * By default it steps aside for the fibers just woken or spawned
 			       * that wait there - a short request's, say, behind a long one's -
 			       * as Linux runs a woken task ahead of a CPU-bound one, for at most
-			       * XF_WOKEN_FIRST_WAIT_SLICES slices (docs/preemption.md).  The
-			       * environment's XFIBER_ROUND_ROBIN=1 forces it */
+			       * XF_WOKEN_FIRST_WAIT_SLICES slices, unless it holds a mutex
+			       * (docs/preemption.md).  The environment's XFIBER_ROUND_ROBIN=1
+			       * forces it */
 } xf_config;
 
 /* Bytes of stack for user frames.  The runtime adds room for one kernel
@@ -345,16 +346,16 @@ XF_API int xf_fiber_set_name(xf_fiber *f, const char *name);
  * fibers, as the kernel's SCHED_BATCH does for threads.  A batch fiber that
  * is preempted while other fibers of its worker wait to run steps aside:
  * they run first, and it resumes when none is left, or once it has waited
- * XF_BATCH_WAIT_SLICES time slices - so it keeps at least one slice in ten
- * of a worker that latency-critical fibers keep busy.  A preemption class:
+ * XF_BATCH_WAIT_SLICES time slices - so each batch fiber keeps at least one
+ * slice in ten of a worker that latency-critical fibers keep busy.  A preemption class:
  * without time slices (xf_config.cooperative) it changes nothing.  Takes
  * effect at f's next preemption.  EINVAL for NULL, ESRCH for a handle that
  * is no live fiber. */
 XF_API int xf_fiber_set_batch(xf_fiber *f, bool batch);
 #define XF_BATCH_WAIT_SLICES 9
 /* How long a preempted fiber that stepped aside for fibers just woken waits
- * at most (xf_config.round_robin): it keeps one slice in five of a worker
- * that they keep busy. */
+ * at most (xf_config.round_robin): each keeps at least one slice in five of
+ * a worker that they keep busy. */
 #define XF_WOKEN_FIRST_WAIT_SLICES 4
 
 /* The worker the calling fiber runs on right now (0..workers-1), or -1. */

@@ -26,7 +26,7 @@
 #define XF_W_INBOX	   64
 #define XF_W_STEAL_REQUEST 72
 #define XF_W_DUE	   76	/* right after steal_request */
-#define XF_W_SWITCHES	   2304 /* stats.switches */
+#define XF_W_SWITCHES		 2368 /* stats.switches */
 
 /* struct xf__xstate (xstate/xstate.h) */
 #define XF_XSTATE_AMX_GRANTED 64

@@ -162,6 +162,14 @@ struct xf_fiber {
 	/* Queued by a wake-up or its spawn, and not yielded since: work a
 	 * preempted fiber steps aside for (schedule.c). */
 	bool woken;
+	/* Preempted since its last wake-up: it ran a whole slice, and does not
+	 * go first at its next wake-up (schedule.c). */
+	bool ran_long;
+	/* xf_mutexes and pthread mutexes it holds (sync/mutex.c,
+	 * sync/pthread_mutex.c): it does not step aside with one, which would
+	 * keep their waiters waiting too. */
+	uint16_t mutexes_held;
+	uint64_t line_since_ns; /* when it stepped aside (schedule.c) */
 	void *wait_data; /* e.g. the message a channel waiter moves */
 	struct xf__timer timer;
 
@@ -325,6 +333,13 @@ static inline bool xf__fiber_stays(const struct xf_fiber *f)
 	return f->flags & (XF_FIBER_F_PINNED | XF_FIBER_F_STAY);
 }
 
+/* Whether f holds an xf_mutex or a lock of its thread: long work that does
+ * not step aside, or its lock's waiters would wait with it (schedule.c). */
+static inline bool xf__fiber_holds_lock(const struct xf_fiber *f)
+{
+	return f->mutexes_held || (f->flags & XF_FIBER_F_STAY);
+}
+
 enum {
 	XF_DETACH_JOINABLE,
 	XF_DETACH_DETACHED,
@@ -355,7 +370,7 @@ struct xf__worker {
 	 * release, where AMX is granted: XGETBV(1) costs 4-14 ns, and a yield
 	 * ~3-7 (schedule.c's release_dead_tiles, and xf_yield's assembly). */
 	uint8_t tiles_countdown;
-	/* Batch fibers have stepped aside (batch_head below): every
+	/* Fibers have stepped aside (aside_head, batch_head below): every
 	 * scheduling decision looks, in this line. */
 	bool batch_waiting;
 
@@ -383,11 +398,11 @@ struct xf__worker {
 	unsigned timers_cap;
 	struct xf_fiber **timers;
 
-	/* Batch fibers that stepped aside, oldest first, linked through
-	 * batch_next, and since when the first waits (schedule.c); owner-only.
-	 * Out of every ring: preempted, they resume only here. */
+	/* Fibers that stepped aside, oldest first, linked through batch_next:
+	 * batch work, and the others (schedule.c); owner-only.  Out of every
+	 * ring: preempted, they resume only here. */
 	struct xf_fiber *batch_head, *batch_tail;
-	uint64_t batch_since_ns;
+	struct xf_fiber *aside_head, *aside_tail;
 
 	/* Its io_uring, with the io_uring engine (io/ring.c), or NULL;
 	 * owner-only but for a kick and the ticker's look at completions. */
@@ -484,6 +499,9 @@ const char *xf__wait_kind_name(unsigned kind);
 #define XF_DUE_IO     2u
 /* Its ring has requests to submit or collect, or a sweep to make (io/ring.c). */
 #define XF_DUE_RING 4u
+/* Fibers wait in its line (schedule.c): xf_yield's assembly must go to C,
+ * which lets them back when nothing else waits. */
+#define XF_DUE_LINE 8u
 
 /* How an idle worker sleeps (xf__worker.parked): the kicker wakes it so. */
 enum { XF_AWAKE, XF_PARKED_FUTEX, XF_PARKED_POLLER, XF_PARKED_RING };

@@ -181,53 +181,72 @@ static inline void prefetch_in_line(struct xf__worker *w)
  *     waits in its worker's ring;
  *   - any other preempted fiber, unless xf_config.round_robin, while a
  *     fiber just woken or spawned waits there (latency_critical): a short
- *     request's, whose bytes came while a long one ran.
- * It leaves the ring for the worker's batch line (xf__batch_step_aside),
- * and the preempted or batch fibers queued ahead of the one it steps aside
- * for, which would otherwise run a slice each before it, get out of its
- * way (batch_clear_the_way).  The line comes back into the ring
- *   - all of it, when the ring runs dry at a block or an exit: its fibers
- *     then share the worker round robin, and
- *   - its first fiber alone, once it has waited XF_BATCH_WAIT_SLICES slices
- *     (batch work) or XF_WOKEN_FIRST_WAIT_SLICES (the others; looked at by
- *     every decision while the line is not empty, and the ticker keeps
- *     deciding meanwhile): fibers that keep the worker busy leave batch
- *     work one slice in ten and other long work one in five, and wait at
- *     most a slice behind it.
- * The line is first come, first served, and its first fiber's class sets
- * the wait: behind batch work, other long work waits as long as it does.
+ *     request's, whose bytes came while a long one ran; not while it holds
+ *     an xf_mutex or a lock of its thread, whose waiters would wait too.
+ * It leaves the ring for its worker's line (xf__batch_step_aside), and the
+ * preempted or batch fibers queued ahead of the one it steps aside for,
+ * which would otherwise run a slice each before it, get out of its way
+ * (batch_clear_the_way).  The line comes back into the ring
+ *   - all of it, when the ring runs dry (a block, an exit, or a yield with
+ *     nobody else waiting): its fibers then share the worker round robin,
+ *     and
+ *   - each fiber once it has waited XF_WOKEN_FIRST_WAIT_SLICES slices, or
+ *     XF_BATCH_WAIT_SLICES for batch work (looked at by every decision
+ *     while the line is not empty, and the ticker keeps deciding
+ *     meanwhile): fibers that keep the worker busy leave every long fiber
+ *     at least one slice in five, batch work one in ten.  Each class waits
+ *     in a queue of its own, oldest first, so only the first of each is
+ *     looked at.
  * A fiber that yields is not latency-critical: a loop that yields while it
  * waits for a CPU-bound fiber's result would otherwise keep that fiber in
- * the line.  Nothing else moves a fiber of the line: nobody wakes it, as it
- * waits for nothing, and no thief sees it.
+ * the line; nor is one preempted since its last wake-up, which ran a whole
+ * slice then.  Nothing else moves a fiber of the line: nobody wakes it, as
+ * it waits for nothing, and no thief sees it.  While it is not empty,
+ * XF_DUE_LINE sends every xf_yield to C, where a yield that finds nobody
+ * else lets the line back (xf__yield_slow); a preemption does not, or the
+ * ticker, which preempts for the line's sake, would undo it every slice.
  */
+static void line_push_all(struct xf__worker *w, struct xf_fiber **head, struct xf_fiber **tail)
+{
+	for (struct xf_fiber *f = *head, *after; f; f = after) {
+		after = f->batch_next;
+		xf__runq_push(w, f);
+	}
+	*head = *tail = NULL;
+}
+
+/* The fibers of one queue of the line that have waited wait_slices. */
+static void line_push_due(struct xf__worker *w, struct xf_fiber **head, struct xf_fiber **tail,
+			  unsigned wait_slices, uint64_t now)
+{
+	const uint64_t wait_ns = (uint64_t)wait_slices * xf__rt.slice_us * 1000;
+	struct xf_fiber *f;
+
+	while ((f = *head) && now - f->line_since_ns >= wait_ns) {
+		*head = f->batch_next;
+		if (!*head)
+			*tail = NULL;
+		xf__runq_push(w, f);
+		XF_STAT_INC(w, batch_starved, 1);
+	}
+}
+
 static __attribute__((noinline)) void batch_release(struct xf__worker *w, bool ring_dry)
 {
-	struct xf_fiber *f;
-	uint64_t now;
-
 	if (ring_dry && !w->runq.head) {
-		for (f = w->batch_head; f; f = f->batch_next)
-			xf__runq_push(w, f);
-		w->batch_head = w->batch_tail = NULL;
-		__atomic_store_n(&w->batch_waiting, false, __ATOMIC_RELAXED); /* the ticker reads it */
-		return;
+		line_push_all(w, &w->aside_head, &w->aside_tail);
+		line_push_all(w, &w->batch_head, &w->batch_tail);
+	} else {
+		uint64_t now = xf__now_ns();
+
+		line_push_due(w, &w->aside_head, &w->aside_tail, XF_WOKEN_FIRST_WAIT_SLICES, now);
+		line_push_due(w, &w->batch_head, &w->batch_tail, XF_BATCH_WAIT_SLICES, now);
 	}
-	now = xf__now_ns();
-	f = w->batch_head;
-	if (now - w->batch_since_ns < (uint64_t)(__atomic_load_n(&f->batch, __ATOMIC_RELAXED)
-						     ? XF_BATCH_WAIT_SLICES
-						     : XF_WOKEN_FIRST_WAIT_SLICES) *
-					  xf__rt.slice_us * 1000)
-		return;
-	w->batch_head = f->batch_next;
-	if (!w->batch_head) {
-		w->batch_tail = NULL;
-		__atomic_store_n(&w->batch_waiting, false, __ATOMIC_RELAXED);
-	}
-	w->batch_since_ns = now; /* the next in line waits from now */
-	xf__runq_push(w, f);
-	XF_STAT_INC(w, batch_starved, 1);
+	if (w->aside_head || w->batch_head) /* xf__runq_poll took the bit */
+		atomic_fetch_or_explicit(&w->due, XF_DUE_LINE, memory_order_relaxed);
+	else
+		__atomic_store_n(&w->batch_waiting, false,
+				 __ATOMIC_RELAXED); /* the ticker reads it */
 }
 
 static inline void batch_look(struct xf__worker *w, bool ring_dry)
@@ -236,18 +255,24 @@ static inline void batch_look(struct xf__worker *w, bool ring_dry)
 		batch_release(w, ring_dry);
 }
 
-/* f, out of every ring, waits last in w's batch line. */
+/* f, out of every ring, waits last in its queue of w's line. */
 static void batch_line_append(struct xf__worker *w, struct xf_fiber *f)
 {
+	bool batch = __atomic_load_n(&f->batch, __ATOMIC_RELAXED);
+	struct xf_fiber **head = batch ? &w->batch_head : &w->aside_head;
+	struct xf_fiber **tail = batch ? &w->batch_tail : &w->aside_tail;
+
 	f->batch_next = NULL;
-	if (w->batch_tail) {
-		w->batch_tail->batch_next = f;
-	} else {
-		w->batch_head = f;
-		w->batch_since_ns = xf__now_ns();
-	}
-	w->batch_tail = f;
+	f->line_since_ns = xf__now_ns();
+	if (*tail)
+		(*tail)->batch_next = f;
+	else
+		*head = f;
+	*tail = f;
+	XF_STAT_INC(w, batch_stepped_aside, batch);
+	XF_STAT_INC(w, woken_first, !batch);
 	__atomic_store_n(&w->batch_waiting, true, __ATOMIC_RELAXED);
+	atomic_fetch_or_explicit(&w->due, XF_DUE_LINE, memory_order_relaxed);
 }
 
 /*
@@ -255,9 +280,9 @@ static void batch_line_append(struct xf__worker *w, struct xf_fiber *f)
  * w's ring, looked for among the first XF_BATCH_LOOK that wait (a
  * preemption walks them: bounded; behind more than that, it waits its turn
  * as without the rule).  If so, the fibers ahead of it leave its way: to
- * the line those that may not move anyway (preempted, or batch work pinned
- * or holding a thread's lock), to the ring's tail the others - batch work
- * and fibers that yielded -, where an idle worker may still take them
+ * the line those that may not move anyway (preempted, or pinned batch
+ * work), to the ring's tail the others - batch work, fibers that yielded,
+ * fibers holding a lock -, where an idle worker may still take them
  * (in the line they would wait for their first preemption there, and then
  * never move: a reviewer's 6 batch fibers shared one worker while the
  * other idled).
@@ -302,8 +327,9 @@ static bool batch_clear_the_way(struct xf__worker *w, bool batch)
 		q->head = b->run_next;
 		q->len--;
 		xf__runq_fixed_set(w, b, false);
-		if (b->preempted ||
-		    (xf__fiber_stays(b) && __atomic_load_n(&b->batch, __ATOMIC_RELAXED))) {
+		if (!xf__fiber_holds_lock(b) &&
+		    (b->preempted ||
+		     (xf__fiber_stays(b) && __atomic_load_n(&b->batch, __ATOMIC_RELAXED)))) {
 			batch_line_append(w, b);
 		} else {
 			b->batch_next = NULL;
@@ -326,10 +352,6 @@ bool xf__batch_step_aside(struct xf__worker *w, struct xf_fiber *f)
 	if (!batch_clear_the_way(w, __atomic_load_n(&f->batch, __ATOMIC_RELAXED)))
 		return false;
 	batch_line_append(w, f);
-	if (__atomic_load_n(&f->batch, __ATOMIC_RELAXED))
-		XF_STAT_INC(w, batch_stepped_aside, 1);
-	else
-		XF_STAT_INC(w, woken_first, 1);
 	xf__schedule(w, XF_PREV_BLOCK);
 	return true;
 }
@@ -346,7 +368,7 @@ static void schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t
 	if (action == XF_PREV_REQUEUE) {
 		__atomic_store_n(&prev->woken, false, __ATOMIC_RELAXED); /* yielded */
 		xf__runq_poll(w);
-		batch_look(w, false); /* a fiber still runs: only the starved */
+		batch_look(w, false);		 /* prev still runs: the line's due fibers */
 		next = xf__runq_rotate(w, prev); /* prev behind the others */
 		if (next == prev)
 			return; /* nothing else to run: keep going */
@@ -407,6 +429,10 @@ void xf__yield_slow(void)
 		return; /* no yield: the caller's section stays closed */
 	}
 	xf__preempt_disable();
+	/* A yield that finds nobody else waiting lets the line back: it would
+	 * return at once, and may be waiting for a fiber there. */
+	if (unlikely(w->batch_waiting) && !w->runq.head)
+		batch_release(w, true);
 	schedule(w, XF_PREV_REQUEUE, &mxcsr);
 	xf__preempt_enable();
 }
@@ -471,7 +497,9 @@ void xf__wake(struct xf_fiber *f)
 		}
 	}
 	home = &xf__rt.workers[f->home];
-	__atomic_store_n(&f->woken, true, __ATOMIC_RELAXED);
+	/* Latency-critical unless it ran a whole slice since it last woke. */
+	__atomic_store_n(&f->woken, !f->ran_long, __ATOMIC_RELAXED);
+	f->ran_long = false;
 	xf__preempt_disable(); /* the run queue is this worker's alone */
 	xf__ticker_poke();
 	w = xf__this_worker();

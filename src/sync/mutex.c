@@ -42,6 +42,7 @@ static int lock_common(xf_mutex *m, bool try)
 	xf__spin_lock(xf__waitq_lock(&m->wq));
 	if (!m->owner) {
 		m->owner = self;
+		self->mutexes_held++;
 		xf__spin_unlock(xf__waitq_lock(&m->wq));
 		return 0;
 	}
@@ -85,6 +86,9 @@ int xf_mutex_unlock(xf_mutex *m)
 	}
 	next = xf__waitq_claim(&m->wq, XF_WAIT_WOKEN);
 	m->owner = next;
+	self->mutexes_held--;
+	if (next)
+		next->mutexes_held++; /* handed over: counted for it */
 	xf__spin_unlock(xf__waitq_lock(&m->wq));
 	if (next)
 		xf__wake(next);

@@ -116,6 +116,23 @@ static int misuse_if_held_here(pthread_mutex_t *m, const char *what)
 	return 0;
 }
 
+/* A fiber's mutexes held, counted at the calls the program makes (never
+ * the unlock and lock inside a condition wait): while it holds one, a
+ * preempted fiber does not step aside for fibers just woken, which would
+ * keep the mutex's waiters waiting with it (sched/schedule.c). */
+static inline int counted_lock(struct xf_fiber *f, int err)
+{
+	if (!err && (f || (f = xf__self())))
+		f->mutexes_held++;
+	return err;
+}
+
+static inline void counted_unlock(struct xf_fiber *f)
+{
+	if ((f || (f = xf__self())) && f->mutexes_held)
+		f->mutexes_held--;
+}
+
 XF_INTERPOSE(int, pthread_mutex_lock, (pthread_mutex_t * m))
 {
 	struct xf_fiber *f = xf__self_may_wait();
@@ -124,12 +141,12 @@ XF_INTERPOSE(int, pthread_mutex_lock, (pthread_mutex_t * m))
 	if (!f) {
 		if (xf__self() && (err = misuse_if_held_here(m, "pthread_mutex_lock")))
 			return err;
-		return XF_REAL(pthread_mutex_lock)(m);
+		return counted_lock(NULL, XF_REAL(pthread_mutex_lock)(m));
 	}
 	/* The common case first: free, and nobody of this thread in the way. */
 	if (!mutex_thread_owned(m) && XF_REAL(pthread_mutex_trylock)(m) == 0)
-		return 0;
-	return mutex_lock_as_fiber(f, m, &UNTIMED);
+		return counted_lock(f, 0);
+	return counted_lock(f, mutex_lock_as_fiber(f, m, &UNTIMED));
 }
 
 XF_INTERPOSE(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec *t))
@@ -137,8 +154,8 @@ XF_INTERPOSE(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct ti
 	struct xf_fiber *f = xf__self_may_wait();
 
 	if (!f)
-		return XF_REAL(pthread_mutex_timedlock)(m, t);
-	return mutex_lock_as_fiber(f, m, &REALTIME(t));
+		return counted_lock(NULL, XF_REAL(pthread_mutex_timedlock)(m, t));
+	return counted_lock(f, mutex_lock_as_fiber(f, m, &REALTIME(t)));
 }
 
 XF_INTERPOSE(int, pthread_mutex_clocklock,
@@ -147,8 +164,8 @@ XF_INTERPOSE(int, pthread_mutex_clocklock,
 	struct xf_fiber *f = xf__self_may_wait();
 
 	if (!f)
-		return XF_REAL(pthread_mutex_clocklock)(m, c, t);
-	return mutex_lock_as_fiber(f, m, &ON_CLOCK(c, t));
+		return counted_lock(NULL, XF_REAL(pthread_mutex_clocklock)(m, c, t));
+	return counted_lock(f, mutex_lock_as_fiber(f, m, &ON_CLOCK(c, t)));
 }
 
 XF_INTERPOSE(int, pthread_mutex_trylock, (pthread_mutex_t * m))
@@ -156,8 +173,8 @@ XF_INTERPOSE(int, pthread_mutex_trylock, (pthread_mutex_t * m))
 	struct xf_fiber *f = xf__self_may_wait();
 
 	if (!f)
-		return XF_REAL(pthread_mutex_trylock)(m);
-	return owns(f, m) ? XF_REAL(pthread_mutex_trylock)(m) : mutex_try(f, m);
+		return counted_lock(NULL, XF_REAL(pthread_mutex_trylock)(m));
+	return counted_lock(f, owns(f, m) ? XF_REAL(pthread_mutex_trylock)(m) : mutex_try(f, m));
 }
 
 XF_INTERPOSE(int, pthread_mutex_unlock, (pthread_mutex_t * m));
@@ -179,12 +196,17 @@ static int mutex_unlock(struct xf_fiber *f, pthread_mutex_t *m)
 XF_INTERPOSE(int, pthread_mutex_unlock, (pthread_mutex_t * m))
 {
 	struct xf_fiber *f = xf__self_may_wait();
+	int err;
 
 	progress(f);
 	/* The common case first: a normal mutex, whose unlock needs nothing. */
 	if (!f || !mutex_thread_owned(m))
-		return XF_REAL(pthread_mutex_unlock)(m);
-	return mutex_unlock(f, m);
+		err = XF_REAL(pthread_mutex_unlock)(m);
+	else
+		err = mutex_unlock(f, m);
+	if (!err)
+		counted_unlock(f);
+	return err;
 }
 
 /* --- condition variables --- */

@@ -56,7 +56,11 @@ static inline void unmark(struct xf_fiber *f, uint8_t prev)
 /* Whether other fibers of this worker are ready to run. */
 static inline bool others_ready(void)
 {
-	return atomic_load_explicit(&xf__this_worker()->nr_queued, memory_order_relaxed) != 0;
+	struct xf__worker *w = xf__this_worker();
+
+	/* Fibers in its line too (sched/schedule.c): a yield lets them back. */
+	return atomic_load_explicit(&w->nr_queued, memory_order_relaxed) != 0 ||
+	       __atomic_load_n(&w->batch_waiting, __ATOMIC_RELAXED);
 }
 
 /* One round of a wait as a fiber: the others of this worker run (a yield),

@@ -26,9 +26,14 @@
  *   fair         a CPU-bound fiber beside a ping-pong over a channel, whose
  *                fibers are woken at every message, keeps at least its
  *                guaranteed share (one slice in XF_WOKEN_FIRST_WAIT_SLICES + 1)
+ *   many         eight CPU-bound fibers beside a ping-pong: none waits in the
+ *                line much longer than the others
+ *   holding      a CPU-bound fiber holding an xf_mutex, or a pthread mutex,
+ *                beside a ping-pong never steps aside
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -147,7 +152,7 @@ static void test_aside(void)
 	batch = pair_share(true, &st);
 	/* One slice in XF_BATCH_WAIT_SLICES + 1 = 0.1; late ticks on a busy
 	 * machine stretch the batch fiber's slices, hence the wide margin. */
-	if (batch > 0.3)
+	if (batch > 0.35)
 		xf_test_fail("a batch spinner kept %.2f of the worker beside a latency-critical "
 			     "one (control %.2f)",
 			     batch, control);
@@ -204,7 +209,7 @@ static void test_set(void)
 
 	run_pair(&b, false, &l, false, false, 300, &st);
 	s = share(&b, &l);
-	if (!st.total.batch_stepped_aside || s > 0.3)
+	if (!st.total.batch_stepped_aside || s > 0.35)
 		xf_test_fail("a fiber that made itself batch work kept %.2f of the worker (%llu "
 			     "steps aside)",
 			     s, (unsigned long long)st.total.batch_stepped_aside);
@@ -405,10 +410,151 @@ static void test_fair(void)
 	       (unsigned long long)st.total.batch_starved);
 }
 
+/* Eight spinners for 300 ms, beside a ping-pong or alone: their units in
+ * all, the fewest and the most one got. */
+enum { MANY = 8 };
+
+static uint64_t run_many(bool ping_pong_too, uint64_t *least, uint64_t *most, xf_stats *st)
+{
+	struct spinner s[MANY] = {0};
+	xf_chan *a, *b, *ab[2], *ba[2];
+	xf_fiber *fs[MANY], *fp = NULL, *fq = NULL;
+	uint64_t total = 0;
+	int v = 0;
+
+	init(false);
+	CHECK_ERR(xf_chan_create(&a, sizeof(int), 1), 0);
+	CHECK_ERR(xf_chan_create(&b, sizeof(int), 1), 0);
+	ab[0] = a, ab[1] = b, ba[0] = b, ba[1] = a;
+	for (int i = 0; i < MANY; i++)
+		fs[i] = start(&s[i], false);
+	if (ping_pong_too) {
+		CHECK_ERR(xf_spawn(&fp, ping_pong, ab, NULL), 0);
+		CHECK_ERR(xf_spawn(&fq, ping_pong, ba, NULL), 0);
+	}
+	CHECK_ERR(xf_sleep_ns(300 * 1000000ull), 0);
+	atomic_store(&stop, true);
+	for (int i = 0; i < MANY; i++)
+		CHECK_ERR(xf_join(fs[i], NULL), 0);
+	if (ping_pong_too) {
+		(void)xf_chan_try_send(a, &v);
+		(void)xf_chan_try_send(b, &v);
+		CHECK_ERR(xf_join(fp, NULL), 0);
+		CHECK_ERR(xf_join(fq, NULL), 0);
+	}
+	CHECK_ERR(xf_stats_get(st), 0);
+	CHECK_ERR(xf_chan_destroy(a), 0);
+	CHECK_ERR(xf_chan_destroy(b), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	*least = UINT64_MAX, *most = 0;
+	for (int i = 0; i < MANY; i++) {
+		uint64_t u = atomic_load(&s[i].units);
+
+		*least = u < *least ? u : *least;
+		*most = u > *most ? u : *most;
+		total += u;
+	}
+	return total;
+}
+
+/* Eight spinners beside a ping-pong: each keeps its own share, and
+ * together most of the worker - the line lets every fiber back once it has
+ * waited XF_WOKEN_FIRST_WAIT_SLICES, not one at a time (which left them
+ * 0.45 of their rate alone, and one 0.3 s without a slice in a reviewer's
+ * run of 50). */
+static void test_many(void)
+{
+	uint64_t least, most, alone, beside;
+	xf_stats st;
+
+	alone = run_many(false, &least, &most, &st);
+	beside = run_many(true, &least, &most, &st);
+	if (!st.total.woken_first)
+		xf_test_fail("many: no spinner stepped aside for the ping-pong");
+	/* Wide: on a loaded machine one spinner may get a quarter of another's. */
+	if ((double)least < 0.15 * (double)most)
+		xf_test_fail("many: spinners got %llu to %llu units: the line let some wait",
+			     (unsigned long long)least, (unsigned long long)most);
+	/* Each keeps at least one slice in five; they got 0.8-0.9 here. */
+	if ((double)beside < 0.6 * (double)alone)
+		xf_test_fail("many: beside a ping-pong the spinners kept %.2f of their rate alone",
+			     (double)beside / (double)alone);
+	printf("many: %d spinners beside a ping-pong kept %.2f of their rate alone, one %llu to "
+	       "%llu units; %llu steps aside\n",
+	       MANY, (double)beside / (double)alone, (unsigned long long)least,
+	       (unsigned long long)most, (unsigned long long)st.total.woken_first);
+}
+
+/* A fiber that holds a mutex - the runtime's or the C library's - while it
+ * spins beside a ping-pong never steps aside: the mutex's waiters would
+ * wait for it too. */
+static xf_mutex fiber_mutex = XF_MUTEX_INITIALIZER;
+static pthread_mutex_t thread_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void *spin_holding(void *arg)
+{
+	struct spinner *s = arg;
+
+	if (s->sleep_every)
+		CHECK_ERR(xf_mutex_lock(&fiber_mutex), 0);
+	else
+		CHECK(pthread_mutex_lock(&thread_mutex) == 0);
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		unit();
+		atomic_fetch_add_explicit(&s->units, 1, memory_order_relaxed);
+	}
+	if (s->sleep_every)
+		CHECK_ERR(xf_mutex_unlock(&fiber_mutex), 0);
+	else
+		CHECK(pthread_mutex_unlock(&thread_mutex) == 0);
+	return NULL;
+}
+
+static void test_holding(void)
+{
+	for (int kind = 0; kind < 2; kind++) {
+		struct spinner s = {.sleep_every = (uint64_t)kind}; /* 1: xf_mutex */
+		xf_chan *a, *b, *ab[2], *ba[2];
+		xf_fiber *fs, *fp, *fq;
+		xf_stats st;
+		int v = 0;
+
+		init(false);
+		CHECK_ERR(xf_chan_create(&a, sizeof(int), 1), 0);
+		CHECK_ERR(xf_chan_create(&b, sizeof(int), 1), 0);
+		ab[0] = a, ab[1] = b, ba[0] = b, ba[1] = a;
+		CHECK_ERR(xf_spawn(&fs, spin_holding, &s, NULL), 0);
+		CHECK_ERR(xf_spawn(&fp, ping_pong, ab, NULL), 0);
+		CHECK_ERR(xf_spawn(&fq, ping_pong, ba, NULL), 0);
+		CHECK_ERR(xf_sleep_ns(200 * 1000000ull), 0);
+		atomic_store(&stop, true);
+		CHECK_ERR(xf_join(fs, NULL), 0);
+		(void)xf_chan_try_send(a, &v);
+		(void)xf_chan_try_send(b, &v);
+		CHECK_ERR(xf_join(fp, NULL), 0);
+		CHECK_ERR(xf_join(fq, NULL), 0);
+		CHECK_ERR(xf_stats_get(&st), 0);
+		CHECK_ERR(xf_chan_destroy(a), 0);
+		CHECK_ERR(xf_chan_destroy(b), 0);
+		CHECK_ERR(xf_shutdown(), 0);
+		atomic_store(&stop, false);
+		/* At most once, before it took the mutex (new fibers wait). */
+		if (st.total.woken_first > 1)
+			xf_test_fail("holding: a fiber holding %s stepped aside %llu times",
+				     kind ? "an xf_mutex" : "a pthread mutex",
+				     (unsigned long long)st.total.woken_first);
+		printf("holding %s: %llu steps aside, %llu units\n",
+		       kind ? "an xf_mutex" : "a pthread mutex",
+		       (unsigned long long)st.total.woken_first,
+		       (unsigned long long)atomic_load(&s.units));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		xf_test_fail("usage: test_batch aside|dry|set|cooperative|woken|yield|fair");
+		xf_test_fail("usage: test_batch aside|dry|set|cooperative|woken|yield|fair|many|"
+			     "holding");
 	if (!strcmp(argv[1], "aside"))
 		test_aside();
 	else if (!strcmp(argv[1], "dry"))
@@ -423,6 +569,10 @@ int main(int argc, char **argv)
 		test_yield();
 	else if (!strcmp(argv[1], "fair"))
 		test_fair();
+	else if (!strcmp(argv[1], "many"))
+		test_many();
+	else if (!strcmp(argv[1], "holding"))
+		test_holding();
 	else
 		xf_test_fail("unknown case %s", argv[1]);
 	return 0;
