@@ -351,36 +351,54 @@ static void *ping_pong(void *arg)
 	return NULL;
 }
 
+/* Two fibers passing a message back and forth over two channels: each is
+ * woken at every message. */
+struct pair {
+	xf_chan *chan[2], *ab[2], *ba[2];
+	xf_fiber *fiber[2];
+};
+
+static void pair_start(struct pair *p)
+{
+	CHECK_ERR(xf_chan_create(&p->chan[0], sizeof(int), 1), 0);
+	CHECK_ERR(xf_chan_create(&p->chan[1], sizeof(int), 1), 0);
+	p->ab[0] = p->ba[1] = p->chan[0];
+	p->ab[1] = p->ba[0] = p->chan[1];
+	CHECK_ERR(xf_spawn(&p->fiber[0], ping_pong, p->ab, NULL), 0);
+	CHECK_ERR(xf_spawn(&p->fiber[1], ping_pong, p->ba, NULL), 0);
+}
+
+/* After stop is set. */
+static void pair_stop(struct pair *p)
+{
+	int v = 0;
+
+	/* Whichever waits in a receive gets one more message. */
+	(void)xf_chan_try_send(p->chan[0], &v);
+	(void)xf_chan_try_send(p->chan[1], &v);
+	CHECK_ERR(xf_join(p->fiber[0], NULL), 0);
+	CHECK_ERR(xf_join(p->fiber[1], NULL), 0);
+	CHECK_ERR(xf_chan_destroy(p->chan[0]), 0);
+	CHECK_ERR(xf_chan_destroy(p->chan[1]), 0);
+}
+
 /* The spinner's units in ms beside a ping-pong (or alone). */
 static uint64_t spin_beside_ping_pong(bool ping_pong_too, unsigned ms, xf_stats *st)
 {
 	struct spinner s = {0};
-	xf_chan *a, *b, *ab[2], *ba[2];
-	xf_fiber *fs, *fp = NULL, *fq = NULL;
-	int v;
+	struct pair pp;
+	xf_fiber *fs;
 
 	init(false);
-	CHECK_ERR(xf_chan_create(&a, sizeof(int), 1), 0);
-	CHECK_ERR(xf_chan_create(&b, sizeof(int), 1), 0);
-	ab[0] = a, ab[1] = b, ba[0] = b, ba[1] = a;
 	fs = start(&s, false);
-	if (ping_pong_too) {
-		CHECK_ERR(xf_spawn(&fp, ping_pong, ab, NULL), 0);
-		CHECK_ERR(xf_spawn(&fq, ping_pong, ba, NULL), 0);
-	}
+	if (ping_pong_too)
+		pair_start(&pp);
 	CHECK_ERR(xf_sleep_ns((uint64_t)ms * 1000000), 0);
 	atomic_store(&stop, true);
 	CHECK_ERR(xf_join(fs, NULL), 0);
-	if (ping_pong_too) {
-		/* Whichever waits in a receive gets one more message. */
-		(void)xf_chan_try_send(a, &v);
-		(void)xf_chan_try_send(b, &v);
-		CHECK_ERR(xf_join(fp, NULL), 0);
-		CHECK_ERR(xf_join(fq, NULL), 0);
-	}
+	if (ping_pong_too)
+		pair_stop(&pp);
 	CHECK_ERR(xf_stats_get(st), 0);
-	CHECK_ERR(xf_chan_destroy(a), 0);
-	CHECK_ERR(xf_chan_destroy(b), 0);
 	CHECK_ERR(xf_shutdown(), 0);
 	return atomic_load(&s.units);
 }
@@ -417,34 +435,22 @@ enum { MANY = 8 };
 static uint64_t run_many(bool ping_pong_too, uint64_t *least, uint64_t *most, xf_stats *st)
 {
 	struct spinner s[MANY] = {0};
-	xf_chan *a, *b, *ab[2], *ba[2];
-	xf_fiber *fs[MANY], *fp = NULL, *fq = NULL;
+	struct pair pp;
+	xf_fiber *fs[MANY];
 	uint64_t total = 0;
-	int v = 0;
 
 	init(false);
-	CHECK_ERR(xf_chan_create(&a, sizeof(int), 1), 0);
-	CHECK_ERR(xf_chan_create(&b, sizeof(int), 1), 0);
-	ab[0] = a, ab[1] = b, ba[0] = b, ba[1] = a;
 	for (int i = 0; i < MANY; i++)
 		fs[i] = start(&s[i], false);
-	if (ping_pong_too) {
-		CHECK_ERR(xf_spawn(&fp, ping_pong, ab, NULL), 0);
-		CHECK_ERR(xf_spawn(&fq, ping_pong, ba, NULL), 0);
-	}
+	if (ping_pong_too)
+		pair_start(&pp);
 	CHECK_ERR(xf_sleep_ns(300 * 1000000ull), 0);
 	atomic_store(&stop, true);
 	for (int i = 0; i < MANY; i++)
 		CHECK_ERR(xf_join(fs[i], NULL), 0);
-	if (ping_pong_too) {
-		(void)xf_chan_try_send(a, &v);
-		(void)xf_chan_try_send(b, &v);
-		CHECK_ERR(xf_join(fp, NULL), 0);
-		CHECK_ERR(xf_join(fq, NULL), 0);
-	}
+	if (ping_pong_too)
+		pair_stop(&pp);
 	CHECK_ERR(xf_stats_get(st), 0);
-	CHECK_ERR(xf_chan_destroy(a), 0);
-	CHECK_ERR(xf_chan_destroy(b), 0);
 	CHECK_ERR(xf_shutdown(), 0);
 	*least = UINT64_MAX, *most = 0;
 	for (int i = 0; i < MANY; i++) {
@@ -514,28 +520,18 @@ static void test_holding(void)
 {
 	for (int kind = 0; kind < 2; kind++) {
 		struct spinner s = {.sleep_every = (uint64_t)kind}; /* 1: xf_mutex */
-		xf_chan *a, *b, *ab[2], *ba[2];
-		xf_fiber *fs, *fp, *fq;
+		struct pair pp;
+		xf_fiber *fs;
 		xf_stats st;
-		int v = 0;
 
 		init(false);
-		CHECK_ERR(xf_chan_create(&a, sizeof(int), 1), 0);
-		CHECK_ERR(xf_chan_create(&b, sizeof(int), 1), 0);
-		ab[0] = a, ab[1] = b, ba[0] = b, ba[1] = a;
 		CHECK_ERR(xf_spawn(&fs, spin_holding, &s, NULL), 0);
-		CHECK_ERR(xf_spawn(&fp, ping_pong, ab, NULL), 0);
-		CHECK_ERR(xf_spawn(&fq, ping_pong, ba, NULL), 0);
+		pair_start(&pp);
 		CHECK_ERR(xf_sleep_ns(200 * 1000000ull), 0);
 		atomic_store(&stop, true);
 		CHECK_ERR(xf_join(fs, NULL), 0);
-		(void)xf_chan_try_send(a, &v);
-		(void)xf_chan_try_send(b, &v);
-		CHECK_ERR(xf_join(fp, NULL), 0);
-		CHECK_ERR(xf_join(fq, NULL), 0);
+		pair_stop(&pp);
 		CHECK_ERR(xf_stats_get(&st), 0);
-		CHECK_ERR(xf_chan_destroy(a), 0);
-		CHECK_ERR(xf_chan_destroy(b), 0);
 		CHECK_ERR(xf_shutdown(), 0);
 		atomic_store(&stop, false);
 		/* At most once, before it took the mutex (new fibers wait). */
