@@ -279,7 +279,7 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	 * asks for plain round robin any fiber, when fibers just woken wait
 	 * (sched/schedule.c). */
 	if ((xf__rt.round_robin && likely(!__atomic_load_n(&f->batch, __ATOMIC_RELAXED))) ||
-	    waiting != NOT_WAITING || xf__fiber_holds_lock(f) || !xf__batch_step_aside(w, f))
+	    waiting != NOT_WAITING || xf__fiber_holds_lock(f) || !xf__step_aside(w, f))
 		xf__schedule(w, XF_PREV_REQUEUE);
 	w = xf__this_worker();
 	if (w == preempted_on && w->stats.switches == switches) {

@@ -102,7 +102,7 @@ static bool wants_cpu(struct xf__worker *w, uint64_t now)
 		     atomic_load_explicit(&w->inbox, memory_order_relaxed) ||
 		     atomic_load_explicit(&w->steal_request, memory_order_relaxed) ||
 		     /* the line's guard is looked at by the next decision */
-		     __atomic_load_n(&w->batch_waiting, __ATOMIC_RELAXED) ||
+		     __atomic_load_n(&w->line_waiting, __ATOMIC_RELAXED) ||
 		     /* its ring has requests to submit or collect (io/ring.c) */
 		     (w->ring && xf__ring_wants_cpu(w));
 

@@ -446,7 +446,7 @@ static void fork_child(void)
 	w->runq = (struct xf__runq){0};
 	w->batch_head = w->batch_tail = NULL; /* the parent's */
 	w->aside_head = w->aside_tail = NULL;
-	w->batch_waiting = false;
+	w->line_waiting = false;
 	atomic_store(&w->nr_fixed, 0);
 	w->sched_ticks = 0;
 	atomic_store(&w->inbox, NULL);

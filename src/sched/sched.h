@@ -146,7 +146,7 @@ struct xf_fiber {
 	struct xf_fiber *run_next;   /* run queue ring link (runq.h), free lists */
 	struct xf_fiber *inbox_next; /* inbox link: apart, as a fiber may be pushed
 				      * there while still in its ring */
-	struct xf_fiber *batch_next; /* its worker's batch line (schedule.c) */
+	struct xf_fiber *line_next;  /* its worker's line (schedule.c) */
 
 	/* Waiting: one wait at a time, so the bookkeeping lives here. */
 	struct xf_fiber *wait_next, *wait_prev; /* xf__waitq links */
@@ -372,7 +372,7 @@ struct xf__worker {
 	uint8_t tiles_countdown;
 	/* Fibers have stepped aside (aside_head, batch_head below): every
 	 * scheduling decision looks, in this line. */
-	bool batch_waiting;
+	bool line_waiting;
 
 	/* Shared with other threads. */
 	_Atomic(struct xf_fiber *) inbox __attribute__((aligned(64)));
@@ -398,7 +398,7 @@ struct xf__worker {
 	unsigned timers_cap;
 	struct xf_fiber **timers;
 
-	/* Fibers that stepped aside, oldest first, linked through batch_next:
+	/* Fibers that stepped aside, oldest first, linked through line_next:
 	 * batch work, and the others (schedule.c); owner-only.  Out of every
 	 * ring: preempted, they resume only here. */
 	struct xf_fiber *batch_head, *batch_tail;
@@ -650,7 +650,7 @@ void xf__schedule(struct xf__worker *w, enum xf__prev_action action);
 /* The preempted fiber f, running on w, lets the fibers waiting there that
  * go before it run first - any but batch work if f is batch work, else
  * those just woken; false (and no switch) if none waits (schedule.c). */
-bool xf__batch_step_aside(struct xf__worker *w, struct xf_fiber *f);
+bool xf__step_aside(struct xf__worker *w, struct xf_fiber *f);
 
 /* xf_yield() in C, for every case its assembly fast path leaves to it. */
 void xf__yield_slow(void);

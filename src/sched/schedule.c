@@ -183,10 +183,10 @@ static inline void prefetch_in_line(struct xf__worker *w)
  *     fiber just woken or spawned waits there (latency_critical): a short
  *     request's, whose bytes came while a long one ran; not while it holds
  *     an xf_mutex or a lock of its thread, whose waiters would wait too.
- * It leaves the ring for its worker's line (xf__batch_step_aside), and the
+ * It leaves the ring for its worker's line (xf__step_aside), and the
  * preempted or batch fibers queued ahead of the one it steps aside for,
  * which would otherwise run a slice each before it, get out of its way
- * (batch_clear_the_way).  The line comes back into the ring
+ * (line_clear_the_way).  The line comes back into the ring
  *   - all of it, when the ring runs dry (a block, an exit, or a yield with
  *     nobody else waiting): its fibers then share the worker round robin,
  *     and
@@ -209,7 +209,7 @@ static inline void prefetch_in_line(struct xf__worker *w)
 static void line_push_all(struct xf__worker *w, struct xf_fiber **head, struct xf_fiber **tail)
 {
 	for (struct xf_fiber *f = *head, *after; f; f = after) {
-		after = f->batch_next;
+		after = f->line_next;
 		xf__runq_push(w, f);
 	}
 	*head = *tail = NULL;
@@ -223,7 +223,7 @@ static void line_push_due(struct xf__worker *w, struct xf_fiber **head, struct x
 	struct xf_fiber *f;
 
 	while ((f = *head) && now - f->line_since_ns >= wait_ns) {
-		*head = f->batch_next;
+		*head = f->line_next;
 		if (!*head)
 			*tail = NULL;
 		xf__runq_push(w, f);
@@ -231,7 +231,7 @@ static void line_push_due(struct xf__worker *w, struct xf_fiber **head, struct x
 	}
 }
 
-static __attribute__((noinline)) void batch_release(struct xf__worker *w, bool ring_dry)
+static __attribute__((noinline)) void line_release(struct xf__worker *w, bool ring_dry)
 {
 	if (ring_dry && !w->runq.head) {
 		line_push_all(w, &w->aside_head, &w->aside_tail);
@@ -242,36 +242,37 @@ static __attribute__((noinline)) void batch_release(struct xf__worker *w, bool r
 		line_push_due(w, &w->aside_head, &w->aside_tail, XF_WOKEN_FIRST_WAIT_SLICES, now);
 		line_push_due(w, &w->batch_head, &w->batch_tail, XF_BATCH_WAIT_SLICES, now);
 	}
-	if (w->aside_head || w->batch_head) /* xf__runq_poll took the bit */
+	/* The bit again, which xf__runq_poll took; or the line is empty, and
+	 * the ticker, which reads line_waiting, stops looking for its sake. */
+	if (w->aside_head || w->batch_head)
 		atomic_fetch_or_explicit(&w->due, XF_DUE_LINE, memory_order_relaxed);
 	else
-		__atomic_store_n(&w->batch_waiting, false,
-				 __ATOMIC_RELAXED); /* the ticker reads it */
+		__atomic_store_n(&w->line_waiting, false, __ATOMIC_RELAXED);
 }
 
-static inline void batch_look(struct xf__worker *w, bool ring_dry)
+static inline void line_look(struct xf__worker *w, bool ring_dry)
 {
-	if (unlikely(w->batch_waiting))
-		batch_release(w, ring_dry);
+	if (unlikely(w->line_waiting))
+		line_release(w, ring_dry);
 }
 
 /* f, out of every ring, waits last in its queue of w's line. */
-static void batch_line_append(struct xf__worker *w, struct xf_fiber *f)
+static void line_append(struct xf__worker *w, struct xf_fiber *f)
 {
 	bool batch = __atomic_load_n(&f->batch, __ATOMIC_RELAXED);
 	struct xf_fiber **head = batch ? &w->batch_head : &w->aside_head;
 	struct xf_fiber **tail = batch ? &w->batch_tail : &w->aside_tail;
 
-	f->batch_next = NULL;
+	f->line_next = NULL;
 	f->line_since_ns = xf__now_ns();
 	if (*tail)
-		(*tail)->batch_next = f;
+		(*tail)->line_next = f;
 	else
 		*head = f;
 	*tail = f;
 	XF_STAT_INC(w, batch_stepped_aside, batch);
 	XF_STAT_INC(w, woken_first, !batch);
-	__atomic_store_n(&w->batch_waiting, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->line_waiting, true, __ATOMIC_RELAXED);
 	atomic_fetch_or_explicit(&w->due, XF_DUE_LINE, memory_order_relaxed);
 }
 
@@ -306,7 +307,7 @@ static bool passed_over(const struct xf_fiber *f, bool batch)
 	return batch ? __atomic_load_n(&f->batch, __ATOMIC_RELAXED) : !latency_critical(f);
 }
 
-static bool batch_clear_the_way(struct xf__worker *w, bool batch)
+static bool line_clear_the_way(struct xf__worker *w, bool batch)
 {
 	struct xf__runq *q = &w->runq;
 	struct xf_fiber *f = q->head;
@@ -330,28 +331,28 @@ static bool batch_clear_the_way(struct xf__worker *w, bool batch)
 		if (!xf__fiber_holds_lock(b) &&
 		    (b->preempted ||
 		     (xf__fiber_stays(b) && __atomic_load_n(&b->batch, __ATOMIC_RELAXED)))) {
-			batch_line_append(w, b);
+			line_append(w, b);
 		} else {
-			b->batch_next = NULL;
+			b->line_next = NULL;
 			*movable_end = b;
-			movable_end = &b->batch_next;
+			movable_end = &b->line_next;
 		}
 	}
 	w->current->run_next = q->head; /* the ring: tail -> current -> head */
 	for (struct xf_fiber *b = movable, *after; b; b = after) {
-		after = b->batch_next;
+		after = b->line_next;
 		xf__runq_push(w, b);
 	}
 	xf__runq_publish(w);
 	return true;
 }
 
-bool xf__batch_step_aside(struct xf__worker *w, struct xf_fiber *f)
+bool xf__step_aside(struct xf__worker *w, struct xf_fiber *f)
 {
 	XF_WARN_ON(w->current != f || !f->preempted);
-	if (!batch_clear_the_way(w, __atomic_load_n(&f->batch, __ATOMIC_RELAXED)))
+	if (!line_clear_the_way(w, __atomic_load_n(&f->batch, __ATOMIC_RELAXED)))
 		return false;
-	batch_line_append(w, f);
+	line_append(w, f);
 	xf__schedule(w, XF_PREV_BLOCK);
 	return true;
 }
@@ -368,7 +369,7 @@ static void schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t
 	if (action == XF_PREV_REQUEUE) {
 		__atomic_store_n(&prev->woken, false, __ATOMIC_RELAXED); /* yielded */
 		xf__runq_poll(w);
-		batch_look(w, false);		 /* prev still runs: the line's due fibers */
+		line_look(w, false);		 /* prev still runs: the line's due fibers */
 		next = xf__runq_rotate(w, prev); /* prev behind the others */
 		if (next == prev)
 			return; /* nothing else to run: keep going */
@@ -378,7 +379,7 @@ static void schedule(struct xf__worker *w, enum xf__prev_action action, uint32_t
 		 * through the inbox. */
 		xf__runq_remove_running(w, prev);
 		xf__runq_poll(w);
-		batch_look(w, true);
+		line_look(w, true);
 		if (!w->runq.head || (action == XF_PREV_EXIT && !resumes_in_c(w->runq.head))) {
 			next = w->idle;
 		} else {
@@ -431,8 +432,8 @@ void xf__yield_slow(void)
 	xf__preempt_disable();
 	/* A yield that finds nobody else waiting lets the line back: it would
 	 * return at once, and may be waiting for a fiber there. */
-	if (unlikely(w->batch_waiting) && !w->runq.head)
-		batch_release(w, true);
+	if (unlikely(w->line_waiting) && !w->runq.head)
+		line_release(w, true);
 	schedule(w, XF_PREV_REQUEUE, &mxcsr);
 	xf__preempt_enable();
 }

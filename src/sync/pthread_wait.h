@@ -60,7 +60,7 @@ static inline bool others_ready(void)
 
 	/* Fibers in its line too (sched/schedule.c): a yield lets them back. */
 	return atomic_load_explicit(&w->nr_queued, memory_order_relaxed) != 0 ||
-	       __atomic_load_n(&w->batch_waiting, __ATOMIC_RELAXED);
+	       __atomic_load_n(&w->line_waiting, __ATOMIC_RELAXED);
 }
 
 /* One round of a wait as a fiber: the others of this worker run (a yield),
