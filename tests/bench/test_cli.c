@@ -55,6 +55,10 @@ static const struct cli_case cases[] = {
     {.name = "unknown_baseline",
      .args = {"sig", "--quick", "--baseline=catch/avx4096"},
      .expect = "no such row"},
+    {.name = "rows_no_match",
+     .args = {"xsave", "--quick", "--rows=nosuch*,nor-this"},
+     .expect = "--rows=nosuch*,nor-this: no row of these workloads matches"},
+    {.name = "rows_empty", .args = {"xsave", "--rows=,"}, .expect = "--rows wants row names"},
     {.name = "compare_one_file",
      .args = {"compare", "@BAD"},
      .expect = "compare wants two result files"},
@@ -134,6 +138,31 @@ int main(int argc, char **argv)
 		run_cmd(args, NULL, 0, 20, &r);
 		CHECK(r.status == 0);
 		CHECK(strstr(r.out, "usage: xfiber bench") && strstr(r.out, "messaging"));
+		return 0;
+	}
+	if (!strcmp(argv[2], "rows_kept")) {
+		/* The table holds the rows named, every one of them, and no other;
+		 * a workload left without rows is not run at all. */
+		char *args[] = {argv[1], "bench",   "xsave",
+				"sig",	 "--quick", "--rows=xsavec/*,xrstor/init",
+				NULL};
+		int rows = 0;
+
+		run_cmd(args, NULL, 0, 60, &r);
+		CHECK(r.status == 0);
+		for (const char *l = r.out; l && *l;
+		     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+			char name[64];
+
+			if (sscanf(l, " %63[^ |] |", name) != 1 || !strchr(name, '/'))
+				continue;
+			if (strncmp(name, "xsavec/", 7) && strcmp(name, "xrstor/init"))
+				xf_test_fail("row %s was not asked for:\n%s", name, r.out);
+			rows++;
+		}
+		CHECK(rows >= 2); /* xsavec/init and xrstor/init exist everywhere */
+		CHECK(strstr(r.out, "xrstor/init") && strstr(r.out, "xsavec/init"));
+		CHECK(!strstr(r.out, "sig:"));
 		return 0;
 	}
 	if (!strcmp(argv[2], "amx_missing")) {

@@ -1,4 +1,5 @@
 /* bench.c - the workload and variant registries, and the helpers plans are made with. */
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,42 @@ const struct xf_bench_workload *xf_bench_workload_find(const char *name)
 	return NULL;
 }
 
+/* Whether name matches one of the comma-separated globs of list. */
+static bool name_listed(const char *name, const char *list)
+{
+	char glob[128];
+
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+
+		if (n && n < sizeof(glob)) {
+			memcpy(glob, p, n);
+			glob[n] = '\0';
+			if (!fnmatch(glob, name, 0))
+				return true;
+		}
+		p += n + (p[n] == ',');
+	}
+	return false;
+}
+
+/* --rows: the plan keeps only the rows it names, in their order.  Rows
+ * are measured independently of each other (a yardstick is part of its
+ * row's own run), so dropping some changes nothing in the others. */
+static void keep_rows_named(struct xf_bench_plan *plan, const char *list)
+{
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < plan->nrows; i++) {
+		if (!name_listed(plan->rows[i].name, list))
+			continue;
+		if (kept != i)
+			plan->rows[kept] = plan->rows[i];
+		kept++;
+	}
+	plan->nrows = kept;
+}
+
 int xf_bench_plan_make(const struct xf_bench_workload *w, const struct xf_bench_opts *o,
 		       struct xf_bench_plan *plan, char *err, size_t err_size)
 {
@@ -79,6 +116,8 @@ int xf_bench_plan_make(const struct xf_bench_workload *w, const struct xf_bench_
 			return -1;
 		prev = best;
 	}
+	if (plan->nrows < XF_BENCH_MAX_ROWS && o->rows)
+		keep_rows_named(plan, o->rows);
 	if (plan->nrows == XF_BENCH_MAX_ROWS) {
 		snprintf(err, err_size, "%s: too many rows (at most %d); ask for fewer", w->name,
 			 XF_BENCH_MAX_ROWS);

@@ -44,6 +44,7 @@ struct xf_bench_opts {
 	bool quick;	     /* tiny runs, for smoke tests */
 	bool suite;	     /* part of `all`: the workloads add their suite rows */
 	const char *baseline;
+	const char *rows; /* --rows: comma-separated globs a row's name must match; NULL = all */
 	/* What to vary; 0 = the workload's default. */
 	unsigned cpus;	 /* bit n: rows pinned to n CPUs (n = 1, 2) */
 	unsigned states; /* bit per enum xf_bench_state */

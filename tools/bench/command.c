@@ -217,6 +217,16 @@ static int set_baseline(struct cli *c, const struct bench_option *opt, const cha
 	return 0;
 }
 
+static int set_rows(struct cli *c, const struct bench_option *opt, const char *value)
+{
+	if (!*value || strspn(value, ",") == strlen(value)) {
+		complain("%s wants row names or patterns, such as 'echo-*'", opt->name);
+		return -1;
+	}
+	c->o.rows = value;
+	return 0;
+}
+
 static int set_cpu(struct cli *c, const struct bench_option *opt, const char *value)
 {
 	uint64_t cpu;
@@ -260,59 +270,136 @@ static int set_messaging(struct cli *c, const struct bench_option *opt, const ch
 #define MESSAGING "messaging (defaults as hackbench and perf bench sched messaging)"
 
 static const struct bench_option options[] = {
-    {.name = "--runs", .arg = "N", .help = "timed runs per row after the warm-up (default 5)",
-     .set = set_runs, .min = 1, .max = XF_BENCH_MAX_RUNS},
-    {.name = "--time", .arg = "S", .help = "seconds one run should take (default 0.2)",
+    {.name = "--runs",
+     .arg = "N",
+     .help = "timed runs per row after the warm-up (default 5)",
+     .set = set_runs,
+     .min = 1,
+     .max = XF_BENCH_MAX_RUNS},
+    {.name = "--time",
+     .arg = "S",
+     .help = "seconds one run should take (default 0.2)",
      .set = set_time},
-    {.name = "--iterations", .arg = "N",
+    {.name = "--iterations",
+     .arg = "N",
      .help = "fixed operations per run instead of calibrating to --time",
-     .bit = XF_BOPT_ITERATIONS, .set = set_iterations, .min = 1, .max = 1000000000},
-    {.name = "--quick", .help = "tiny runs (1 run, ~30 ms, small messaging), for smoke tests",
+     .bit = XF_BOPT_ITERATIONS,
+     .set = set_iterations,
+     .min = 1,
+     .max = 1000000000},
+    {.name = "--quick",
+     .help = "tiny runs (1 run, ~30 ms, small messaging), for smoke tests",
      .set = set_quick},
-    {.name = "--timeout", .arg = "S",
-     .help = "a run longer than this stops the benchmark (default 60)", .set = set_timeout},
-    {.name = "--baseline", .arg = "ROW",
+    {.name = "--timeout",
+     .arg = "S",
+     .help = "a run longer than this stops the benchmark (default 60)",
+     .set = set_timeout},
+    {.name = "--baseline",
+     .arg = "ROW",
      .help = "the row %speedup compares with (default: each table's first)",
      .set = set_baseline},
-    {.name = "--json", .arg = "FILE",
-     .help = "write every run's numbers, the machine and the settings", .set = set_json},
-    {.name = "--plot", .arg = "FILE.png",
-     .help = "bar charts with error bars (needs python3-matplotlib)", .set = set_plot},
-    {.name = "--cpu", .arg = "N",
-     .help = "the first CPU rows are pinned to (default: the first allowed)", .set = set_cpu,
+    {.name = "--json",
+     .arg = "FILE",
+     .help = "write every run's numbers, the machine and the settings",
+     .set = set_json},
+    {.name = "--plot",
+     .arg = "FILE.png",
+     .help = "bar charts with error bars (needs python3-matplotlib)",
+     .set = set_plot},
+    {.name = "--rows",
+     .arg = "GLOBS",
+     .help = "only the rows these match, e.g. 'echo-*,mix-70%/*'",
+     .set = set_rows},
+    {.name = "--cpu",
+     .arg = "N",
+     .help = "the first CPU rows are pinned to (default: the first allowed)",
+     .set = set_cpu,
      .max = MAX_CPUS - 1},
-    {.name = "--cpus", .arg = "1|2|1,2",
-     .help = "pin both tasks to one CPU, or one to each of two CPUs", .bit = XF_BOPT_CPUS,
-     .set = set_list, .choices = cpus_names, .nchoices = 3},
-    {.name = "--state", .arg = "LIST",
+    {.name = "--cpus",
+     .arg = "1|2|1,2",
+     .help = "pin both tasks to one CPU, or one to each of two CPUs",
+     .bit = XF_BOPT_CPUS,
+     .set = set_list,
+     .choices = cpus_names,
+     .nchoices = 3},
+    {.name = "--state",
+     .arg = "LIST",
      .help = "registers dirtied around each operation: none, x87, sse, avx,\n"
 	     "avx512, amx (default: every one this CPU has)",
-     .bit = XF_BOPT_STATE, .set = set_list, .choices = state_names, .nchoices = XF_STATE_N},
-    {.name = "--threads", .help = "kernel threads (the default for ctx)", .bit = XF_BOPT_MODE,
+     .bit = XF_BOPT_STATE,
+     .set = set_list,
+     .choices = state_names,
+     .nchoices = XF_STATE_N},
+    {.name = "--threads",
+     .help = "kernel threads (the default for ctx)",
+     .bit = XF_BOPT_MODE,
      .set = set_mode},
-    {.name = "--process", .help = "processes instead of kernel threads", .bit = XF_BOPT_MODE,
+    {.name = "--process",
+     .help = "processes instead of kernel threads",
+     .bit = XF_BOPT_MODE,
      .set = set_mode},
-    {.name = "--test", .arg = "LIST",
-     .help = "pipe, futex, yield (default: all three; yield needs --cpus=1)", .section = "ctx",
-     .bit = XF_BOPT_TEST, .set = set_list, .choices = test_names, .nchoices = XF_CTX_NTESTS},
-    {.name = "--peers", .arg = "LIST", .help = "swapcontext, boost, go, all or none (default: all)",
-     .section = "ctx", .bit = XF_BOPT_PEERS, .set = set_peers, .choices = peer_names,
+    {.name = "--test",
+     .arg = "LIST",
+     .help = "pipe, futex, yield (default: all three; yield needs --cpus=1)",
+     .section = "ctx",
+     .bit = XF_BOPT_TEST,
+     .set = set_list,
+     .choices = test_names,
+     .nchoices = XF_CTX_NTESTS},
+    {.name = "--peers",
+     .arg = "LIST",
+     .help = "swapcontext, boost, go, all or none (default: all)",
+     .section = "ctx",
+     .bit = XF_BOPT_PEERS,
+     .set = set_peers,
+     .choices = peer_names,
      .nchoices = 5},
-    {.name = "--groups", .arg = "N", .help = "groups of senders and receivers (10)",
-     .section = MESSAGING, .bit = XF_BOPT_MESSAGING, .set = set_messaging, .min = 1,
-     .max = 1000, .index = 0},
-    {.name = "--fds", .arg = "N", .help = "senders and receivers per group (20)",
-     .section = MESSAGING, .bit = XF_BOPT_MESSAGING, .set = set_messaging, .min = 1,
-     .max = 1000, .index = 3},
-    {.name = "--loops", .arg = "N", .help = "messages each sender sends each receiver (100)",
-     .section = MESSAGING, .bit = XF_BOPT_MESSAGING, .set = set_messaging, .min = 1,
-     .max = 1000000, .index = 1},
-    {.name = "--size", .arg = "N", .help = "bytes per message (100)", .section = MESSAGING,
-     .bit = XF_BOPT_MESSAGING, .set = set_messaging, .min = 1, .max = 1 << 20, .index = 2},
-    {.name = "--pipe", .help = "pipes as the transport", .section = MESSAGING,
-     .bit = XF_BOPT_MESSAGING, .set = set_transport},
-    {.name = "--socket", .help = "socket pairs as the transport (the default)",
-     .section = MESSAGING, .bit = XF_BOPT_MESSAGING, .set = set_transport},
+    {.name = "--groups",
+     .arg = "N",
+     .help = "groups of senders and receivers (10)",
+     .section = MESSAGING,
+     .bit = XF_BOPT_MESSAGING,
+     .set = set_messaging,
+     .min = 1,
+     .max = 1000,
+     .index = 0},
+    {.name = "--fds",
+     .arg = "N",
+     .help = "senders and receivers per group (20)",
+     .section = MESSAGING,
+     .bit = XF_BOPT_MESSAGING,
+     .set = set_messaging,
+     .min = 1,
+     .max = 1000,
+     .index = 3},
+    {.name = "--loops",
+     .arg = "N",
+     .help = "messages each sender sends each receiver (100)",
+     .section = MESSAGING,
+     .bit = XF_BOPT_MESSAGING,
+     .set = set_messaging,
+     .min = 1,
+     .max = 1000000,
+     .index = 1},
+    {.name = "--size",
+     .arg = "N",
+     .help = "bytes per message (100)",
+     .section = MESSAGING,
+     .bit = XF_BOPT_MESSAGING,
+     .set = set_messaging,
+     .min = 1,
+     .max = 1 << 20,
+     .index = 2},
+    {.name = "--pipe",
+     .help = "pipes as the transport",
+     .section = MESSAGING,
+     .bit = XF_BOPT_MESSAGING,
+     .set = set_transport},
+    {.name = "--socket",
+     .help = "socket pairs as the transport (the default)",
+     .section = MESSAGING,
+     .bit = XF_BOPT_MESSAGING,
+     .set = set_transport},
 };
 
 static const struct bench_option *find_option(const char *name)
@@ -508,6 +595,33 @@ static int settle(struct cli *c)
 	return 0;
 }
 
+/* --rows may leave a workload without rows: it is not run at all.  Rows
+ * it names that no workload plans are an error, not an empty table. */
+static int drop_empty_plans(struct cli *c, struct xf_bench_plan **plans)
+{
+	unsigned kept = 0;
+
+	if (!c->o.rows)
+		return 0;
+	for (unsigned p = 0; p < c->nworkloads; p++) {
+		if (!plans[p]->nrows) {
+			free(plans[p]);
+			continue;
+		}
+		plans[kept] = plans[p];
+		c->workloads[kept++] = c->workloads[p];
+	}
+	for (unsigned p = kept; p < c->nworkloads; p++)
+		plans[p] = NULL;
+	c->nworkloads = kept;
+	if (kept)
+		return 0;
+	complain("--rows=%s: no row of these workloads matches (a table's first column names "
+		 "its rows)",
+		 c->o.rows);
+	return -1;
+}
+
 static int check_baseline(const struct xf_bench_opts *o, struct xf_bench_plan *const *plans,
 			  unsigned n)
 {
@@ -666,6 +780,8 @@ static int bench_run(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (drop_empty_plans(&c, plans))
+		goto out;
 	if (check_baseline(&c.o, plans, c.nworkloads))
 		goto out;
 	rc = run_plans(&c, plans, argc, argv);
