@@ -34,8 +34,9 @@
  *            bench/rust-echo): 1,000 connections, each sending 512 bytes and
  *            waiting for them back, again and again, for 1 s; the value is
  *            microseconds per round trip of them all (1e6 / round trips per
- *            second); the notes give the server's system calls per round
- *            trip, counted by the kernel (syscount.c) over the same window
+ *            second); the notes give the server's CPU time and system calls
+ *            per round trip, counted by the kernel (/proc, syscount.c) over
+ *            the same window
  *   agree/TOOL
  *            the load generator checked against wrk and h2load at low load:
  *            each one's mean latency of GET /spin?us=10 over one connection,
@@ -608,11 +609,16 @@ static void agree_verdict(struct xf_bench_plan *plan, unsigned run)
 }
 
 /* What one server does in a run: its throughput rows, then its mix rows. */
-/* The server's system calls over the echo load's counted window. */
+/* The server's system calls and CPU time over the echo load's counted
+ * window.  The CPU time tells a server that does more work a round trip
+ * from one the round trip's latency holds back (both sides waiting). */
 struct echo_window {
 	struct xf_syscount sc;
+	bool counted; /* sc works */
+	pid_t pid;
 	uint64_t calls0, calls1;
 	double t0, t1;
+	struct server_cpu cpu0, cpu1;
 };
 
 static void echo_window(void *arg, bool end)
@@ -620,11 +626,13 @@ static void echo_window(void *arg, bool end)
 	struct echo_window *w = arg;
 
 	if (end) {
-		w->calls1 = xf_syscount_read(&w->sc);
+		w->calls1 = w->counted ? xf_syscount_read(&w->sc) : 0;
 		w->t1 = xf_bench_now_ns();
+		server_cpu_read(w->pid, &w->cpu1);
 	} else {
-		w->calls0 = xf_syscount_read(&w->sc);
+		w->calls0 = w->counted ? xf_syscount_read(&w->sc) : 0;
 		w->t0 = xf_bench_now_ns();
+		server_cpu_read(w->pid, &w->cpu0);
 	}
 }
 
@@ -654,17 +662,18 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 			continue;
 		memset(&row->last, 0, sizeof(row->last));
 		if (row->p.test == T_ECHO) {
-			struct echo_window win = {0};
+			struct echo_window win = {.pid = srv.pid};
 			char why[160] = "";
-			double trips;
+			double trips, window_trips;
 			bool counted;
 
 			/* The server's threads are all up once it listens. */
-			counted = !xf_syscount_start(&win.sc, srv.pid, why, sizeof(why));
+			counted = win.counted =
+			    !xf_syscount_start(&win.sc, srv.pid, why, sizeof(why));
 			xf_bench_pin(&lcpu, 1);
 			rc = xf_loadgen_echo(srv.port, ECHO_CONNS, ECHO_SIZE, quick ? 0.05 : 0.3,
-					     quick ? 0.2 : 1, &trips, counted ? echo_window : NULL,
-					     &win, note, sizeof(note));
+					     quick ? 0.2 : 1, &trips, echo_window, &win, note,
+					     sizeof(note));
 			xf_bench_pin(NULL, 0);
 			if (counted)
 				xf_syscount_stop(&win.sc);
@@ -673,9 +682,18 @@ static int measure_server(const struct xf_bench_opts *o, struct xf_bench_plan *p
 			put(row, run, 1e6 / trips);
 			snprintf(row->last.note, sizeof(row->last.note), "%.0f round trips/s", trips);
 			xf_bench_sample_extra(&row->last, "round_trips_per_s", trips);
+			window_trips = trips * (win.t1 - win.t0) / 1e9;
+			if (win.t1 > win.t0 && win.cpu1.run_ns > win.cpu0.run_ns) {
+				double cpu_us = (double)(win.cpu1.run_ns - win.cpu0.run_ns) / 1e3 /
+						window_trips;
+
+				snprintf(row->last.note + strlen(row->last.note),
+					 sizeof(row->last.note) - strlen(row->last.note),
+					 "; server CPU %.1f us", cpu_us);
+				xf_bench_sample_extra(&row->last, "server_cpu_us_per_trip", cpu_us);
+			}
 			if (counted && win.t1 > win.t0) {
-				double per_trip = (double)(win.calls1 - win.calls0) /
-						  (trips * (win.t1 - win.t0) / 1e9);
+				double per_trip = (double)(win.calls1 - win.calls0) / window_trips;
 
 				snprintf(row->last.note + strlen(row->last.note),
 					 sizeof(row->last.note) - strlen(row->last.note),
@@ -771,6 +789,15 @@ static int measure_capacity(const struct xf_bench_opts *o, double *capacity, cha
 	return rc;
 }
 
+/* Whether a mix row is to run: only they need the capacity (--rows). */
+static bool plans_a_mix(const struct xf_bench_plan *plan)
+{
+	for (unsigned i = 0; i < plan->nrows; i++)
+		if (plan->rows[i].p.test == T_MIX && !plan->rows[i].skip[0])
+			return true;
+	return false;
+}
+
 static int server_measure_all(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 			      unsigned run, char *err, size_t err_size)
 {
@@ -783,7 +810,7 @@ static int server_measure_all(const struct xf_bench_opts *o, struct xf_bench_pla
 	 * make bench's suite two (its short version stays under a minute). */
 	if (run >= (o->suite ? 2 : SERVER_RUNS_MAX) && !warmup)
 		return 0;
-	if (!warmup)
+	if (!warmup && plans_a_mix(plan))
 		rc = measure_capacity(o, &capacity, err, err_size);
 	/* Every (server, slice) the plan names, once. */
 	for (unsigned i = 0; !rc && i < plan->nrows; i++) {
