@@ -142,7 +142,16 @@ static void dump_fiber(struct xf__text *o, struct xf_fiber *f, const struct xf_f
 		xf__text_printf(o, "starting");
 	} else {
 		unwind = true;
-		if (f->preempted)
+		uint64_t aside = __atomic_load_n(&f->line_since_ns, __ATOMIC_RELAXED);
+		uint64_t now = aside ? xf__now_ns() : 0;
+
+		if (f->preempted && aside)
+			/* Woken fibers first, or batch work: it waits in the
+			 * worker's line, not its ring (docs/preemption.md). */
+			xf__text_printf(o, "preempted, stepped aside on worker %d %lu us ago",
+					f->home,
+					(unsigned long)(now > aside ? (now - aside) / 1000 : 0));
+		else if (f->preempted)
 			xf__text_printf(o, "preempted, runnable on worker %d", f->home);
 		else if (atomic_load_explicit(&f->wait_state, memory_order_relaxed) ==
 			     XF_WAIT_WAITING &&

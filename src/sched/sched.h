@@ -169,7 +169,9 @@ struct xf_fiber {
 	 * sync/pthread_mutex.c): it does not step aside with one, which would
 	 * keep their waiters waiting too. */
 	uint16_t mutexes_held;
-	uint64_t line_since_ns; /* when it stepped aside (schedule.c) */
+	/* When it stepped aside into its worker's line; 0 out of the line
+	 * (schedule.c; xf_dump reads it from other threads: relaxed). */
+	uint64_t line_since_ns;
 	void *wait_data; /* e.g. the message a channel waiter moves */
 	struct xf__timer timer;
 

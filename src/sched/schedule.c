@@ -210,6 +210,7 @@ static void line_push_all(struct xf__worker *w, struct xf_fiber **head, struct x
 {
 	for (struct xf_fiber *f = *head, *after; f; f = after) {
 		after = f->line_next;
+		__atomic_store_n(&f->line_since_ns, 0, __ATOMIC_RELAXED);
 		xf__runq_push(w, f);
 	}
 	*head = *tail = NULL;
@@ -226,6 +227,7 @@ static void line_push_due(struct xf__worker *w, struct xf_fiber **head, struct x
 		*head = f->line_next;
 		if (!*head)
 			*tail = NULL;
+		__atomic_store_n(&f->line_since_ns, 0, __ATOMIC_RELAXED);
 		xf__runq_push(w, f);
 		XF_STAT_INC(w, batch_starved, 1);
 	}
@@ -264,7 +266,7 @@ static void line_append(struct xf__worker *w, struct xf_fiber *f)
 	struct xf_fiber **tail = batch ? &w->batch_tail : &w->aside_tail;
 
 	f->line_next = NULL;
-	f->line_since_ns = xf__now_ns();
+	__atomic_store_n(&f->line_since_ns, xf__now_ns(), __ATOMIC_RELAXED);
 	if (*tail)
 		(*tail)->line_next = f;
 	else

@@ -30,14 +30,20 @@
  *                line much longer than the others
  *   holding      a CPU-bound fiber holding an xf_mutex, or a pthread mutex,
  *                beside a ping-pong never steps aside
+ *   dump         xf_dump, called by a fiber just woken, shows the CPU-bound
+ *                fibers that stepped aside for it as such; with round_robin,
+ *                never
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "testlib.h"
 #include "xfiber.h"
@@ -558,11 +564,86 @@ static void test_holding(void)
 	}
 }
 
+struct dump_probe {
+	int fd;
+	unsigned rounds, seen;
+};
+
+/* A fiber that sleeps 1 ms, then dumps, up to p->rounds times.  Its timer
+ * falls due while a spinner runs: the ticker preempts that one, which goes
+ * behind the other spinner and this fiber; at the end of the other's
+ * slice, both spinners step aside for this fiber, which then runs and
+ * dumps them. */
+static void *dump_when_woken(void *arg)
+{
+	static char text[1 << 16];
+	struct dump_probe *p = arg;
+
+	for (unsigned r = 0; r < p->rounds && !p->seen; r++) {
+		const char *line;
+		ssize_t n;
+
+		CHECK_ERR(xf_sleep_ns(1000000), 0);
+		CHECK(ftruncate(p->fd, 0) == 0 && lseek(p->fd, 0, SEEK_SET) == 0);
+		CHECK_ERR(xf_dump(p->fd), 0);
+		n = pread(p->fd, text, sizeof(text) - 1, 0);
+		CHECK(n > 0);
+		text[n] = '\0';
+		if (!strstr(text, "\"spinner\" ["))
+			fwrite(text, 1, (size_t)n, stderr), xf_test_fail("no spinner in the dump");
+		for (line = text; (line = strstr(line, "\"spinner\" [")); line++) {
+			const char *end = strchr(line, '\n');
+			const char *aside = strstr(line, "stepped aside on worker 0");
+
+			p->seen += aside && (!end || aside < end);
+		}
+	}
+	return NULL;
+}
+
+/* How many spinners, of two beside a fiber that sleeps and dumps up to
+ * rounds times, its first dump that showed any showed stepped aside. */
+static unsigned dumps_showing_aside(unsigned rounds)
+{
+	struct spinner a = {0}, b = {0};
+	struct dump_probe p = {.fd = memfd_create("dump", 0), .rounds = rounds};
+	xf_attr attr = XF_ATTR_INIT;
+	xf_fiber *fa, *fb, *prober;
+
+	CHECK(p.fd >= 0);
+	init(false);
+	attr.name = "spinner";
+	CHECK_ERR(xf_spawn(&fa, spin, &a, &attr), 0);
+	CHECK_ERR(xf_spawn(&fb, spin, &b, &attr), 0);
+	CHECK_ERR(xf_spawn(&prober, dump_when_woken, &p, NULL), 0);
+	CHECK_ERR(xf_join(prober, NULL), 0);
+	atomic_store(&stop, true);
+	CHECK_ERR(xf_join(fa, NULL), 0);
+	CHECK_ERR(xf_join(fb, NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	close(p.fd);
+	return p.seen;
+}
+
+static void test_dump(void)
+{
+	unsigned shown = dumps_showing_aside(500);
+
+	if (!shown)
+		xf_test_fail("dump: in 500 wake-ups beside a spinner, no dump showed it stepped "
+			     "aside");
+	round_robin = true;
+	if (dumps_showing_aside(100))
+		xf_test_fail("round_robin: a dump showed a fiber stepped aside");
+	round_robin = false;
+	printf("dump: a fiber that stepped aside is shown so; with round_robin none is\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
 		xf_test_fail("usage: test_batch aside|dry|set|cooperative|woken|yield|fair|many|"
-			     "holding");
+			     "holding|dump");
 	if (!strcmp(argv[1], "aside"))
 		test_aside();
 	else if (!strcmp(argv[1], "dry"))
@@ -581,6 +662,8 @@ int main(int argc, char **argv)
 		test_many();
 	else if (!strcmp(argv[1], "holding"))
 		test_holding();
+	else if (!strcmp(argv[1], "dump"))
+		test_dump();
 	else
 		xf_test_fail("unknown case %s", argv[1]);
 	return 0;
