@@ -247,6 +247,13 @@ void xf__io_backend_stats(xf_stats *out);
 /* --- the io_uring engine (ring.c), with XF_IO_BACKEND_IO_URING --- */
 #ifdef XF_HAVE_IO_URING
 extern bool xf__ring_enabled;
+/* Submission entries of each worker's ring: XF_RING_ENTRIES_DEFAULT, or
+ * XFIBER_RING_ENTRIES (a power of two from XF_RING_ENTRIES_MIN: a call
+ * makes room for three entries at once, a sleep for two). */
+#define XF_RING_ENTRIES_DEFAULT 256
+#define XF_RING_ENTRIES_MIN	4
+#define XF_RING_ENTRIES_MAX	32768
+extern unsigned xf__ring_entries;
 /* A ring for every worker: 0, or an errno with xf__ring_refused() saying
  * why (nothing is left started). */
 int xf__ring_start(void);

@@ -56,7 +56,6 @@
 #include "io/io.h"
 #include "runtime/hooks.h"
 
-#define RING_ENTRIES	  256
 #define CQ_ENTRIES	  4096	      /* completions of up to that many requests between looks */
 #define MAX_REQUEST_BYTES 0x7ffff000u /* MAX_RW_COUNT: what one read or write moves */
 #define SUBMIT_BATCH	  32	      /* queued requests that go in at once, fibers still to run */
@@ -91,6 +90,7 @@ struct xf__ring_wait {
 };
 
 bool xf__ring_enabled;
+unsigned xf__ring_entries = XF_RING_ENTRIES_DEFAULT;
 static char refused_why[160];
 
 const char *xf__ring_refused(void)
@@ -129,14 +129,14 @@ static struct xf__ring *ring_new(int *err)
 		return NULL;
 	}
 	r->kick_fd = -1;
-	rc = io_uring_queue_init_params(RING_ENTRIES, &r->ring, &p);
+	rc = io_uring_queue_init_params(xf__ring_entries, &r->ring, &p);
 	if (rc == -EINVAL) { /* before 5.19: no TASKRUN_FLAG */
 		p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE,
 					     .cq_entries = CQ_ENTRIES};
-		rc = io_uring_queue_init_params(RING_ENTRIES, &r->ring, &p);
+		rc = io_uring_queue_init_params(xf__ring_entries, &r->ring, &p);
 	}
 	if (rc == -EINVAL) /* before 5.5: no CQSIZE */
-		rc = io_uring_queue_init(RING_ENTRIES, &r->ring, 0);
+		rc = io_uring_queue_init(xf__ring_entries, &r->ring, 0);
 	if (rc < 0) {
 		*err = -rc;
 		refuse("io_uring_setup", -rc);

@@ -143,12 +143,14 @@ static bool misuse_returns(void)
 #endif
 }
 
-/* The engine asked for: XFIBER_IO_BACKEND=epoll|io_uring over the config.
+/* The engine asked for: XFIBER_IO_BACKEND=epoll|io_uring over the config,
+ * and XFIBER_RING_ENTRIES, the size of io_uring's submission rings.
  * EINVAL for another value, ENOTSUP for io_uring without liburing at
  * build time; each says so on stderr. */
 static int io_backend_asked(const xf_config *cfg, int *backend)
 {
 	const char *env = getenv("XFIBER_IO_BACKEND");
+	unsigned long entries = XF_RING_ENTRIES_DEFAULT;
 
 	*backend = cfg->io_backend == XF_IO_BACKEND_DEFAULT ? XF_IO_BACKEND_EPOLL : cfg->io_backend;
 	if (env && *env) {
@@ -162,6 +164,23 @@ static int io_backend_asked(const xf_config *cfg, int *backend)
 			return EINVAL;
 		}
 	}
+	env = getenv("XFIBER_RING_ENTRIES");
+	if (env && *env) {
+		char *end;
+
+		entries = strtoul(env, &end, 10);
+		if (*end || entries < XF_RING_ENTRIES_MIN || entries > XF_RING_ENTRIES_MAX ||
+		    (entries & (entries - 1))) {
+			fprintf(
+			    stderr,
+			    "xfiber: XFIBER_RING_ENTRIES=%s: not a power of two from %d to %d\n",
+			    env, XF_RING_ENTRIES_MIN, XF_RING_ENTRIES_MAX);
+			return EINVAL;
+		}
+	}
+#ifdef XF_HAVE_IO_URING
+	xf__ring_entries = (unsigned)entries;
+#endif
 #ifndef XF_HAVE_IO_URING
 	if (*backend == XF_IO_BACKEND_IO_URING) {
 		fprintf(stderr, "xfiber: the io_uring engine was not built (liburing missing when "

@@ -27,6 +27,12 @@
  *             entries in flight (a request and its timeout each) than the
  *             256-entry submission ring holds; every read ends in time,
  *             half with their byte and half with ETIMEDOUT
+ *   small     XFIBER_RING_ENTRIES=4, the least a call's three entries fit
+ *             in: nearly every request is queued into a full ring, so a
+ *             submit is forced between requests - a timed read's timeout,
+ *             a cancel, a close's sweep must each still go in whole (a
+ *             timed read whose timeout a forced submit split off never
+ *             timed out); other sizes are refused with EINVAL
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -375,6 +381,80 @@ static void test_full(void)
 	CHECK_ERR(xf_shutdown(), 0);
 }
 
+#define SMALL_FIBERS 48 /* twelve of each kind below */
+
+static int small_sv[SMALL_FIBERS][2];
+static struct reader small_rd[SMALL_FIBERS];
+
+/* XFIBER_RING_ENTRIES=value: xf_init fails with EINVAL. */
+static void ring_entries_refused(const char *value)
+{
+	xf_config cfg = {.workers = 1, .io_backend = XF_IO_BACKEND_IO_URING};
+
+	CHECK(setenv("XFIBER_RING_ENTRIES", value, 1) == 0);
+	CHECK_ERR(xf_init(&cfg), EINVAL);
+}
+
+static void test_small(void)
+{
+	ring_entries_refused("2");
+	ring_entries_refused("5");
+	ring_entries_refused("65536");
+	ring_entries_refused("4x");
+	CHECK(setenv("XFIBER_RING_ENTRIES", "4", 1) == 0);
+	start(1);
+	for (int round = 0; round < 10; round++) {
+		xf_fiber *f[SMALL_FIBERS];
+		uint64_t t0 = now_ns();
+
+		for (int i = 0; i < SMALL_FIBERS; i++) {
+			CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, small_sv[i]) == 0);
+			small_rd[i] = (struct reader){.fd = small_sv[i][0]};
+			/* Kinds by i % 4: 0 gets its byte late, 1 times out
+			 * (a request and its timeout: two entries), 2 is
+			 * cancelled, 3 has its descriptor closed under it. */
+			if (i % 4 == 1)
+				CHECK_ERR(xf_fd_set_timeout(small_sv[i][0], 50000000, 0), 0);
+		}
+		for (int i = 0; i < SMALL_FIBERS; i++)
+			CHECK_ERR(xf_spawn(&f[i], read_one, &small_rd[i], NULL), 0);
+		for (int i = 0; i < SMALL_FIBERS; i++)
+			until_blocked(&small_rd[i]);
+		for (int i = 2; i < SMALL_FIBERS; i += 4)
+			CHECK_ERR(xf_cancel(f[i]), 0);
+		for (int i = 3; i < SMALL_FIBERS; i += 4)
+			CHECK_ERR(xf_close(small_sv[i][0]), 0);
+		CHECK_ERR(xf_sleep_ns(10000000), 0);
+		for (int i = 0; i < SMALL_FIBERS; i += 4)
+			CHECK(write(small_sv[i][1], "s", 1) == 1);
+		for (int i = 0; i < SMALL_FIBERS; i++) {
+			struct reader *rd = &small_rd[i];
+			int kind = i % 4;
+
+			CHECK_ERR(xf_join(f[i], NULL), 0);
+			if (kind == 0 && !(rd->r == 1 && rd->c == 's'))
+				xf_test_fail("round %d, reader %d: %zd (%s), not its byte", round,
+					     i, rd->r, strerror(rd->err));
+			if (kind == 1 && !(rd->r == -1 && rd->err == ETIMEDOUT))
+				xf_test_fail("round %d, timed reader %d: %zd (%s), not ETIMEDOUT",
+					     round, i, rd->r, strerror(rd->err));
+			if (kind == 2 && !(rd->r == -1 && rd->err == ECANCELED))
+				xf_test_fail("round %d, cancelled reader %d: %zd (%s)", round, i,
+					     rd->r, strerror(rd->err));
+			if (kind == 3 && !(rd->r == -1 && rd->err == EBADF))
+				xf_test_fail("round %d, reader %d of a closed socket: %zd (%s)",
+					     round, i, rd->r, strerror(rd->err));
+			if (kind != 3)
+				xf_close(small_sv[i][0]);
+			xf_close(small_sv[i][1]);
+		}
+		/* The timeouts were honoured, not before their time, nor lost. */
+		CHECK(now_ns() - t0 >= 50000000u && now_ns() - t0 < 5000000000ull);
+	}
+	CHECK_ERR(xf_shutdown(), 0);
+	CHECK(unsetenv("XFIBER_RING_ENTRIES") == 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -384,6 +464,7 @@ int main(int argc, char **argv)
 	    {"stats", test_stats},     {"fallback", test_fallback}, {"close", test_close},
 	    {"cancel", test_cancel},   {"timeout", test_timeout},   {"shutdown", test_shutdown},
 	    {"sigpipe", test_sigpipe}, {"fork", test_fork},	    {"full", test_full},
+	    {"small", test_small},
 	};
 
 	for (size_t i = 0; argc == 2 && i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -393,6 +474,7 @@ int main(int argc, char **argv)
 		}
 	}
 	fprintf(stderr,
-		"usage: test_ring stats|fallback|close|cancel|timeout|shutdown|sigpipe|fork\n");
+		"usage: test_ring stats|fallback|close|cancel|timeout|shutdown|sigpipe|fork|full|"
+		"small\n");
 	return 2;
 }
