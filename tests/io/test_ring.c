@@ -15,6 +15,11 @@
  *             writes the byte it waits for: it either reads it or fails
  *             with ECANCELED, and a byte not read is still in the socket -
  *             2,000 times
+ *   cancel_start  xf_cancel at a random moment of a read's start, with
+ *             no byte to come: the read always ends, with ECANCELED (a
+ *             cancel that found the fiber between its look at the flags
+ *             and its wait was lost, and the read waited forever) -
+ *             5,000 times on two workers
  *   timeout   xf_fd_set_timeout and SO_RCVTIMEO end a read in flight:
  *             ETIMEDOUT and EAGAIN, not before their time
  *   shutdown  xf_shutdown while 100 fibers' reads are in flight: each
@@ -38,6 +43,7 @@
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -238,6 +244,68 @@ static void test_cancel(void)
 		xf_close(sv[1]);
 	}
 	printf("cancel: %u read, %u cancelled\n", got, cancelled);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
+static _Atomic unsigned cancel_progress;
+
+/* Fails the test when the iterations stop: a lost cancel leaves its
+ * reader, and the join, waiting forever. */
+static void *cancel_watchdog(void *arg)
+{
+	unsigned last = ~0u;
+
+	(void)arg;
+	for (;;) {
+		unsigned now = atomic_load(&cancel_progress);
+
+		if (now == last)
+			xf_test_fail("cancel_start: iteration %u has not ended in 10 s: a lost "
+				     "cancel",
+				     now);
+		last = now;
+		sleep(10);
+	}
+	return NULL;
+}
+
+static void test_cancel_start(void)
+{
+	pthread_t watchdog;
+	xf_attr on_worker_1 = XF_ATTR_INIT;
+	unsigned cancelled = 0;
+
+	start(2);
+	on_worker_1.pinned = true;
+	on_worker_1.worker = 1;
+	CHECK_ERR(pthread_create(&watchdog, NULL, cancel_watchdog, NULL), 0);
+	CHECK_ERR(pthread_detach(watchdog), 0);
+	for (unsigned i = 0; i < 5000; i++) {
+		int sv[2];
+		struct reader rd = {0};
+		xf_fiber *f;
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		rd.fd = sv[0];
+		CHECK_ERR(xf_spawn(&f, read_one, &rd, &on_worker_1), 0);
+		/* It reads on the other worker while this one spins from its
+		 * xf_read's first instruction to some time after it waits:
+		 * the cancel lands anywhere in between. */
+		while (!atomic_load(&rd.in))
+			__asm__ volatile("pause");
+		for (unsigned spin = (i * 2654435761u) % 2048; spin; spin--)
+			__asm__ volatile("pause");
+		xf_cancel(f);
+		CHECK_ERR(xf_join(f, NULL), 0);
+		if (!(rd.r == -1 && rd.err == ECANCELED))
+			xf_test_fail("iteration %u: the read returned %zd (%s), not ECANCELED", i,
+				     rd.r, strerror(rd.err));
+		cancelled++;
+		xf_close(sv[0]);
+		xf_close(sv[1]);
+		atomic_fetch_add(&cancel_progress, 1);
+	}
+	printf("cancel_start: %u reads cancelled as they began\n", cancelled);
 	CHECK_ERR(xf_shutdown(), 0);
 }
 
@@ -461,9 +529,16 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} cases[] = {
-	    {"stats", test_stats},     {"fallback", test_fallback}, {"close", test_close},
-	    {"cancel", test_cancel},   {"timeout", test_timeout},   {"shutdown", test_shutdown},
-	    {"sigpipe", test_sigpipe}, {"fork", test_fork},	    {"full", test_full},
+	    {"stats", test_stats},
+	    {"fallback", test_fallback},
+	    {"close", test_close},
+	    {"cancel", test_cancel},
+	    {"cancel_start", test_cancel_start},
+	    {"timeout", test_timeout},
+	    {"shutdown", test_shutdown},
+	    {"sigpipe", test_sigpipe},
+	    {"fork", test_fork},
+	    {"full", test_full},
 	    {"small", test_small},
 	};
 
@@ -473,8 +548,9 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	fprintf(stderr,
-		"usage: test_ring stats|fallback|close|cancel|timeout|shutdown|sigpipe|fork|full|"
-		"small\n");
+	fprintf(
+	    stderr,
+	    "usage: test_ring stats|fallback|close|cancel|cancel_start|timeout|shutdown|sigpipe|"
+	    "fork|full|small\n");
 	return 2;
 }
