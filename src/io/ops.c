@@ -162,9 +162,11 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 			xf__fd_read_short(e, gen);
 		if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK) || once)
 			break;
+		uint64_t now = 0; /* read once a wait, when something needs it */
+
 		if (!timed) {
 			if (!*start_ns)
-				*start_ns = xf__now_ns();
+				*start_ns = now = xf__now_ns();
 			deadline = xf__fd_deadline(e, events, *start_ns);
 			so_deadline = xf__fd_so_deadline(e, events, *start_ns);
 			wait_deadline = !deadline || (so_deadline && so_deadline < deadline)
@@ -174,7 +176,7 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 		}
 		until = wait_deadline;
 		if (on_trust) {
-			uint64_t trust = xf__now_ns() + XF_SHORT_READ_TRUST_NS;
+			uint64_t trust = (now ? now : xf__now_ns()) + XF_SHORT_READ_TRUST_NS;
 
 			if (!until || trust < until)
 				until = trust;
