@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "io/io.h"
+#include "preempt/preempt.h"
 #include "runtime/hooks.h"
 
 #define CQ_ENTRIES	  4096	      /* completions of up to that many requests between looks */
@@ -279,13 +280,14 @@ static bool must_end(const struct xf__ring_wait *wt)
  * must end.  Only then: it walks every request in flight.  It collects
  * nothing, which could end a wait under its feet: when the ring is full
  * it submits and leaves the rest to the next look. */
-static void sweep(struct xf__worker *w)
+static bool sweep(struct xf__worker *w)
 {
 	struct xf__ring *r = w->ring;
+	bool sent = false;
 
 	if (!atomic_load_explicit(&r->sweep_wanted, memory_order_relaxed) ||
 	    !atomic_exchange_explicit(&r->sweep_wanted, false, memory_order_seq_cst))
-		return;
+		return false;
 	for (struct xf__ring_wait *wt = r->waits; wt; wt = wt->next) {
 		struct io_uring_sqe *sqe;
 
@@ -297,13 +299,15 @@ static void sweep(struct xf__worker *w)
 			atomic_fetch_or_explicit(&w->due, XF_DUE_RING, memory_order_relaxed);
 			r->unsubmitted = io_uring_sq_ready(&r->ring);
 			submit(r);
-			return;
+			return false;
 		}
 		queued(w, r);
 		io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)wt, 0);
 		io_uring_sqe_set_data64(sqe, TAG_IGNORE);
 		wt->cancel_sent = true;
+		sent = true;
 	}
+	return sent;
 }
 
 /* --- completion --- */
@@ -376,8 +380,10 @@ void xf__ring_poll(struct xf__worker *w)
 
 	if (!r)
 		return;
-	sweep(w);
-	if (r->unsubmitted && (r->unsubmitted >= SUBMIT_BATCH || !w->runq.head || !r->rounds_left))
+	/* Cancels go in at once: a closer waits for them, and the fiber
+	 * running next may keep the worker for slices. */
+	if (sweep(w) || (r->unsubmitted &&
+			 (r->unsubmitted >= SUBMIT_BATCH || !w->runq.head || !r->rounds_left)))
 		submit(r);
 	else if (r->unsubmitted)
 		r->rounds_left--;
@@ -477,6 +483,10 @@ void xf__ring_sweep_all(void)
 		if (xf__ring_busy(w))
 			xf__worker_kick(w); /* asleep in its ring, perhaps */
 	}
+	/* A busy worker sweeps at its next scheduling point, which the
+	 * ticker brings about (xf__ring_wants_cpu): not twenty slices from
+	 * now if it sleeps long, believing nothing waits. */
+	xf__ticker_poke();
 }
 
 /* xf_cancel of a fiber waiting for a request (sched/cancel.c). */
@@ -600,10 +610,15 @@ bool xf__ring_wants_cpu(const struct xf__worker *w)
 	const struct xf__ring *r = w->ring;
 
 	/* Completions only count with requests in flight: a late kick's is
-	 * no work, and would keep the ticker preempting for nothing. */
+	 * no work, and would keep the ticker preempting for nothing.  A sweep
+	 * asked for does: a closer waits for it, and a fiber that spins, or
+	 * waits in the kernel (a pthread_join of the closing thread), would
+	 * otherwise keep the worker from it for good (a reviewer's
+	 * close_busy and close_thread_join). */
 	return __atomic_load_n(&r->unsubmitted, __ATOMIC_RELAXED) ||
 	       (__atomic_load_n(&r->inflight, __ATOMIC_RELAXED) &&
-		(__atomic_load_n(r->ring.cq.ktail, __ATOMIC_ACQUIRE) !=
+		(atomic_load_explicit(&r->sweep_wanted, memory_order_relaxed) ||
+		 __atomic_load_n(r->ring.cq.ktail, __ATOMIC_ACQUIRE) !=
 		     __atomic_load_n(r->ring.cq.khead, __ATOMIC_RELAXED) ||
 		 io_uring_cq_has_overflow(&r->ring) || taskrun_pending(r)));
 }

@@ -20,6 +20,15 @@
  *             cancel that found the fiber between its look at the flags
  *             and its wait was lost, and the read waited forever) -
  *             5,000 times on two workers
+ *   close_busy  a plain thread closes a socket whose read is in flight
+ *             while a fiber spins on the reader's worker: the close
+ *             returns within slices, not when the spinner stops (5 s) -
+ *             only that worker can cancel the request, and nothing made
+ *             the ticker preempt the spinner for it
+ *   close_join  the same close from a thread that a fiber of the reader's
+ *             worker pthread_joins: the worker waits in the kernel, and
+ *             the join returned only after the close, which waited for
+ *             the worker: a deadlock
  *   timeout   xf_fd_set_timeout and SO_RCVTIMEO end a read in flight:
  *             ETIMEDOUT and EAGAIN, not before their time
  *   shutdown  xf_shutdown while 100 fibers' reads are in flight: each
@@ -309,6 +318,104 @@ static void test_cancel_start(void)
 	CHECK_ERR(xf_shutdown(), 0);
 }
 
+static struct reader busy_rd;
+static _Atomic bool busy_spinning;
+static _Atomic uint64_t busy_close_ns;
+
+static void *spin_5s(void *arg)
+{
+	uint64_t end = now_ns() + 5000000000ull;
+
+	(void)arg;
+	atomic_store(&busy_spinning, true);
+	/* Until the reader has ended (its result is stored), or 5 s.  The
+	 * clock seldom: a tick that lands in the vDSO's clock_gettime is
+	 * deferred, and a loop that lives in it is hard to preempt. */
+	while (__atomic_load_n(&busy_rd.r, __ATOMIC_RELAXED) == 0) {
+		for (int i = 0; i < 100000; i++)
+			__asm__ volatile("" ::: "memory");
+		if (now_ns() >= end)
+			break;
+	}
+	return NULL;
+}
+
+/* Closes the reader's socket once the spinner spins; how long it took. */
+static void *close_from_thread(void *arg)
+{
+	uint64_t t0;
+
+	(void)arg;
+	while (!atomic_load(&busy_spinning))
+		usleep(1000);
+	usleep(20000);
+	t0 = now_ns();
+	CHECK(close(busy_rd.fd) == 0);
+	atomic_store(&busy_close_ns, now_ns() - t0);
+	return NULL;
+}
+
+static void test_close_busy(void)
+{
+	int sv[2];
+	xf_fiber *reader, *spinner;
+	pthread_t closer;
+
+	start(1);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	busy_rd = (struct reader){.fd = sv[0]};
+	CHECK_ERR(xf_spawn(&reader, read_one, &busy_rd, NULL), 0);
+	until_blocked(&busy_rd);
+	CHECK_ERR(pthread_create(&closer, NULL, close_from_thread, NULL), 0);
+	CHECK_ERR(xf_spawn(&spinner, spin_5s, NULL, NULL), 0);
+	CHECK_ERR(xf_join(reader, NULL), 0);
+	CHECK_ERR(xf_join(spinner, NULL), 0);
+	CHECK_ERR(pthread_join(closer, NULL), 0);
+	CHECK(busy_rd.r == -1 && busy_rd.err == EBADF);
+	/* Slices of 1 ms: a few of them, with room for a loaded machine. */
+	if (atomic_load(&busy_close_ns) > 1000000000u)
+		xf_test_fail("close_busy: the close took %.0f ms beside a spinner",
+			     (double)atomic_load(&busy_close_ns) / 1e6);
+	printf("close_busy: the close took %.2f ms beside a spinner\n",
+	       (double)atomic_load(&busy_close_ns) / 1e6);
+	xf_close(sv[1]);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
+static void *close_now(void *arg)
+{
+	CHECK(close(*(int *)arg) == 0);
+	return NULL;
+}
+
+static void test_close_join(void)
+{
+	xf_attr on_worker_0 = XF_ATTR_INIT;
+
+	start(2);
+	on_worker_0.pinned = true;
+	on_worker_0.worker = 0;
+	for (int i = 0; i < 20; i++) {
+		int sv[2];
+		struct reader rd = {0};
+		xf_fiber *f;
+		pthread_t closer;
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		rd.fd = sv[0];
+		/* The reader on this fiber's own worker, which then waits in
+		 * the kernel for the closing thread. */
+		CHECK_ERR(xf_spawn(&f, read_one, &rd, &on_worker_0), 0);
+		until_blocked(&rd);
+		CHECK_ERR(pthread_create(&closer, NULL, close_now, &sv[0]), 0);
+		CHECK_ERR(pthread_join(closer, NULL), 0);
+		CHECK_ERR(xf_join(f, NULL), 0);
+		CHECK(rd.r == -1 && rd.err == EBADF);
+		xf_close(sv[1]);
+	}
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
 static void test_timeout(void)
 {
 	const uint64_t t = 20000000;
@@ -534,6 +641,8 @@ int main(int argc, char **argv)
 	    {"close", test_close},
 	    {"cancel", test_cancel},
 	    {"cancel_start", test_cancel_start},
+	    {"close_busy", test_close_busy},
+	    {"close_join", test_close_join},
 	    {"timeout", test_timeout},
 	    {"shutdown", test_shutdown},
 	    {"sigpipe", test_sigpipe},
@@ -548,9 +657,8 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	fprintf(
-	    stderr,
-	    "usage: test_ring stats|fallback|close|cancel|cancel_start|timeout|shutdown|sigpipe|"
-	    "fork|full|small\n");
+	fprintf(stderr,
+		"usage: test_ring stats|fallback|close|cancel|cancel_start|close_busy|close_join|"
+		"timeout|shutdown|sigpipe|fork|full|small\n");
 	return 2;
 }
