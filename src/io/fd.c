@@ -472,6 +472,18 @@ void xf__fd_read_short(struct xf__fd *e, uint64_t gen)
 	xf__spin_unlock(&e->lock);
 }
 
+void xf__fd_ring_drained(struct xf__fd *e, uint64_t gen, bool short_read)
+{
+	if (short_read && __atomic_load_n(&e->read_end_seen, __ATOMIC_RELAXED))
+		return;
+	xf__spin_lock(&e->lock);
+	if (!e->closing && !gen_moved(e, EPOLLIN, gen) && !(short_read && e->read_end_seen)) {
+		e->drained |= EPOLLIN;
+		e->short_marked |= short_read;
+	}
+	xf__spin_unlock(&e->lock);
+}
+
 void xf__fd_short_untrust(struct xf__fd *e)
 {
 	xf__spin_lock(&e->lock);

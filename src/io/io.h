@@ -118,6 +118,14 @@ void xf__fd_leave(struct xf__fd *e);
  * that began at event count gen: the next read waits without trying, if
  * that is still right (fd.c). */
 void xf__fd_read_short(struct xf__fd *e, uint64_t gen);
+/* The io_uring engine's first tries on e (ops.c's ring_run), begun at
+ * event count gen: one found EAGAIN, or a TCP read stopped short
+ * (short_read: marked as xf__fd_read_short marks, trusted as long).  The
+ * next read goes straight to a request.  Unlike xf__fd_read_short, also
+ * on an entry outside the epoll set: the ring needs no event, and a call
+ * that waits through the poller registers the entry, which reports what
+ * is queued. */
+void xf__fd_ring_drained(struct xf__fd *e, uint64_t gen, bool short_read);
 /* A wait that trusted a short read's mark timed out: the next read tries. */
 void xf__fd_short_untrust(struct xf__fd *e);
 /* The program takes fd's urgent byte (MSG_OOB): perhaps before the poller

@@ -81,11 +81,16 @@ static ssize_t ring_run(struct xf__fd *e, int fd, enum xf__fd_kind kind, uint32_
 	ssize_t r;
 
 	if (!op->write && !xf__fd_drained(e, EPOLLIN)) {
+		uint64_t gen = xf__fd_gen(e); /* before the try: see xf__fd_wait */
+
 		r = rw_attempt(fd, kind, (void *)op);
 		if (r < 0 && xf__errno_get() != EAGAIN && xf__errno_get() != EWOULDBLOCK)
 			return r;
-		if (r < 0 || (r > 0 && (size_t)r < want))
-			__atomic_fetch_or(&e->drained, EPOLLIN, __ATOMIC_RELAXED);
+		/* A short read says the queue is empty on a TCP stream only: a
+		 * datagram socket's next datagram may be there already (a
+		 * reviewer's recvfrom after it waited with two queued). */
+		if (r < 0 || (r > 0 && (size_t)r < want && e->tcp_stream))
+			xf__fd_ring_drained(e, gen, r > 0);
 		if (r >= 0)
 			return r;
 	}

@@ -29,6 +29,10 @@
  *             worker pthread_joins: the worker waits in the kernel, and
  *             the join returned only after the close, which waited for
  *             the worker: a deadlock
+ *   dgram     a datagram socket's xf_read that returns one datagram, shorter
+ *             than its buffer, with two more queued: the next xf_recvfrom
+ *             and MSG_PEEK return at once (a short read marked the socket
+ *             empty, and they waited for an event that had come before)
  *   timeout   xf_fd_set_timeout and SO_RCVTIMEO end a read in flight:
  *             ETIMEDOUT and EAGAIN, not before their time
  *   shutdown  xf_shutdown while 100 fibers' reads are in flight: each
@@ -416,6 +420,51 @@ static void test_close_join(void)
 	CHECK_ERR(xf_shutdown(), 0);
 }
 
+static void *send_later(void *arg)
+{
+	CHECK_ERR(xf_sleep_ns(10000000), 0);
+	CHECK(send(*(int *)arg, "0", 1, 0) == 1);
+	return NULL;
+}
+
+static void test_dgram(void)
+{
+	int sv[2];
+	char buf[64];
+	xf_fiber *f;
+	xf_stats before, after;
+	uint64_t t0;
+
+	start(1);
+	CHECK(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0);
+	/* A wait through the poller first: the socket is in the epoll set,
+	 * and the poller has taken its events when the datagrams come. */
+	CHECK_ERR(xf_spawn(&f, send_later, &sv[1], NULL), 0);
+	CHECK(xf_recvfrom(sv[0], buf, sizeof(buf), 0, NULL, NULL) == 1 && buf[0] == '0');
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK(send(sv[1], "a", 1, 0) == 1 && send(sv[1], "b", 1, 0) == 1 &&
+	      send(sv[1], "c", 1, 0) == 1);
+	CHECK_ERR(xf_sleep_ns(5000000), 0);
+	CHECK(xf_read(sv[0], buf, sizeof(buf)) == 1 && buf[0] == 'a');
+	CHECK_ERR(xf_fd_set_timeout(sv[0], 2000000000ull, 0), 0);
+	CHECK_ERR(xf_stats_get(&before), 0);
+	t0 = now_ns();
+	if (xf_recvfrom(sv[0], buf, sizeof(buf), 0, NULL, NULL) != 1 || buf[0] != 'b')
+		xf_test_fail("dgram: xf_recvfrom of a queued datagram: %s after %.0f ms",
+			     strerror(errno), (double)(now_ns() - t0) / 1e6);
+	CHECK(xf_recv(sv[0], buf, sizeof(buf), MSG_PEEK) == 1 && buf[0] == 'c');
+	CHECK_ERR(xf_stats_get(&after), 0);
+	/* Not even a wait bounded by a short read's trust (50 ms): none. */
+	if (after.total.io_waits != before.total.io_waits)
+		xf_test_fail("dgram: the calls waited %llu times for datagrams already queued "
+			     "(%.1f ms)",
+			     (unsigned long long)(after.total.io_waits - before.total.io_waits),
+			     (double)(now_ns() - t0) / 1e6);
+	xf_close(sv[0]);
+	xf_close(sv[1]);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
 static void test_timeout(void)
 {
 	const uint64_t t = 20000000;
@@ -643,6 +692,7 @@ int main(int argc, char **argv)
 	    {"cancel_start", test_cancel_start},
 	    {"close_busy", test_close_busy},
 	    {"close_join", test_close_join},
+	    {"dgram", test_dgram},
 	    {"timeout", test_timeout},
 	    {"shutdown", test_shutdown},
 	    {"sigpipe", test_sigpipe},
