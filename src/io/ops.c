@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/close_range.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -142,7 +143,9 @@ static ssize_t run_at(int fd, uint32_t events, attempt_fn attempt, void *op, boo
 		return -1;
 	}
 #ifdef XF_HAVE_IO_URING
-	if (attempt == rw_attempt && !once && xf__ring_takes(e, ((struct rw_op *)op)->flags)) {
+	/* An empty vector moves nothing, and a request has no entry for it. */
+	if (attempt == rw_attempt && !once && ((struct rw_op *)op)->iovcnt > 0 &&
+	    xf__ring_takes(e, ((struct rw_op *)op)->flags)) {
 		r = ring_run(e, fd, kind, events, op, start_ns, want);
 		goto out;
 	}
@@ -474,14 +477,28 @@ ssize_t xf_write(int fd, const void *buf, size_t n)
 	return xf__self_may_wait() ? rw(fd, &v, 1, 0, true) : write(fd, buf, n);
 }
 
+/* readv's and writev's own refusal: on a socket the calls are sendmsg and
+ * recvmsg, which would say EMSGSIZE instead. */
+static bool iovcnt_bad(int iovcnt)
+{
+	if (iovcnt >= 0 && iovcnt <= IOV_MAX)
+		return false;
+	xf__errno_set(EINVAL);
+	return true;
+}
+
 ssize_t xf_readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	return xf__self_may_wait() ? rw(fd, iov, iovcnt, 0, false) : readv(fd, iov, iovcnt);
+	if (!xf__self_may_wait())
+		return readv(fd, iov, iovcnt);
+	return iovcnt_bad(iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, false);
 }
 
 ssize_t xf_writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	return xf__self_may_wait() ? rw(fd, iov, iovcnt, 0, true) : writev(fd, iov, iovcnt);
+	if (!xf__self_may_wait())
+		return writev(fd, iov, iovcnt);
+	return iovcnt_bad(iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, true);
 }
 
 ssize_t xf_recv(int fd, void *buf, size_t n, int flags)

@@ -39,6 +39,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -49,6 +50,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -958,6 +960,8 @@ static void *polls_nothing(void *arg)
 	return NULL;
 }
 
+static struct iovec too_many_iov[IOV_MAX + 1];
+
 static void test_errors(void)
 {
 	int p[2], results[40], eagain = 0, shutdown_err = -1, nothing_err = -1;
@@ -980,6 +984,15 @@ static void test_errors(void)
 	CHECK_ERR(xf_fd_wait(p[1], POLLIN, 1000), EBADF);
 	CHECK_ERR(xf_fd_wait(0, POLLPRI, 0), EINVAL);
 	CHECK_ERR(xf_fd_set_timeout(-5, 1, 1), EBADF);
+	/* Vectors as readv and writev take them, on a socket too (where the
+	 * calls are sendmsg and recvmsg, which say EMSGSIZE); an empty one
+	 * moves nothing (the io_uring engine crashed on it). */
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, p) == 0);
+	CHECK(xf_writev(p[0], NULL, 0) == 0);
+	CHECK(xf_writev(p[0], too_many_iov, IOV_MAX + 1) == -1 && errno == EINVAL);
+	CHECK(xf_readv(p[1], too_many_iov, IOV_MAX + 1) == -1 && errno == EINVAL);
+	CHECK(xf_readv(p[1], too_many_iov, -1) == -1 && errno == EINVAL);
+	CHECK(xf_close(p[0]) == 0 && xf_close(p[1]) == 0);
 	/* One helper, a queue of 16: past that the pool says EAGAIN. */
 	CHECK(pipe(gate) == 0);
 	for (int i = 0; i < 40; i++)
