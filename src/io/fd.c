@@ -600,8 +600,12 @@ void xf__io_cancel_all(void)
 	}
 }
 
-/* The runtime stopped: no registration survives its epoll set. */
-void xf__fds_reset(void)
+/* The runtime stopped, or this is a forked child: no registration
+ * survives its epoll set.  In a child, the calls under way on an entry,
+ * and a close waiting for them, were the parent's fibers' and threads':
+ * none will leave, and a close of the number waited forever for them (a
+ * reviewer's forkt). */
+void xf__fds_reset(bool forked)
 {
 	atomic_store_explicit(&cancelled, 0, memory_order_release);
 	for (unsigned c = 0; c < XF_FD_CHUNKS; c++) {
@@ -613,6 +617,10 @@ void xf__fds_reset(void)
 			chunk[i].short_marked = false;
 			chunk[i].seq++;
 			chunk[i].waiters = NULL; /* a forked child's: the parent's fibers */
+			if (forked) {
+				atomic_store_explicit(&chunk[i].inflight, 0, memory_order_relaxed);
+				__atomic_store_n(&chunk[i].closing, false, __ATOMIC_RELAXED);
+			}
 		}
 	}
 	nowhere.waiters = NULL;

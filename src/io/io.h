@@ -210,15 +210,16 @@ uint64_t xf__fd_deadline(const struct xf__fd *e, uint32_t events, uint64_t start
 void xf__fd_retire(struct xf__fd *e, int fd);
 /* The poller's side: events for the entry registered with sequence seq. */
 void xf__fd_ready(struct xf__fd *e, uint32_t seq, uint32_t events);
-/* The runtime stopped: its epoll set is gone, and every registration. */
-void xf__fds_reset(void);
+/* The runtime stopped (forked: in a forked child): its epoll set is gone,
+ * and every registration; in a child, the parent's calls too. */
+void xf__fds_reset(bool forked);
 
 /* The C library's poll(), not waiting (poll.c interposes poll itself). */
 int xf__poll_now(struct pollfd *fds, nfds_t n);
 
 /* --- the poller (poller.c) --- */
 int xf__poller_start(void);
-void xf__poller_stop(void);
+void xf__poller_stop(bool forked); /* forked: in a forked child (xf__fds_reset) */
 /* Registers fd, edge-triggered, for everything; 0 or an errno (EPERM: not
  * pollable, a regular file). */
 int xf__poller_add(int fd, uint32_t seq);

@@ -59,7 +59,7 @@ int xf__poller_start(void)
 	if (poller.evfd < 0 || epoll_ctl(poller.epfd, EPOLL_CTL_ADD, poller.evfd, &ev)) {
 		int err = errno;
 
-		xf__poller_stop();
+		xf__poller_stop(false);
 		return err;
 	}
 	poller.have_pwait2 = true;
@@ -67,14 +67,14 @@ int xf__poller_start(void)
 	return 0;
 }
 
-void xf__poller_stop(void)
+void xf__poller_stop(bool forked)
 {
 	if (poller.evfd >= 0)
 		close(poller.evfd);
 	if (poller.epfd >= 0)
 		close(poller.epfd);
 	poller.evfd = poller.epfd = -1;
-	xf__fds_reset();
+	xf__fds_reset(forked);
 }
 
 int xf__poller_add(int fd, uint32_t seq)
@@ -217,7 +217,7 @@ void xf__poller_fork_child(void)
 	close(poller.evfd);
 	close(poller.epfd);
 	poller.epfd = poller.evfd = -1;
-	xf__fds_reset();
+	xf__fds_reset(true);
 	xf__poller_start();
 }
 

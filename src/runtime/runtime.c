@@ -371,7 +371,7 @@ fail_threads:
 	xf__preempt_uninstall();
 fail_poller:
 	xf__blocking_stop();
-	xf__poller_stop();
+	xf__poller_stop(false);
 fail:
 	xf__overflow_handler_remove(w0);
 	release_workers(started);
@@ -434,7 +434,7 @@ static void fork_child(void)
 	xf__ticker_forget();
 	if (!w) {
 		io_backend_stop();
-		xf__poller_stop(); /* the child's copies of the parent's descriptors */
+		xf__poller_stop(true); /* the child's copies of the parent's descriptors */
 		memset(&xf__rt, 0, sizeof(xf__rt)); /* the parent's memory is leaked */
 		return;
 	}
@@ -580,7 +580,7 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 	xf__hooks_fiber_exit(self);
 	xf__overflow_handler_remove(w);
 	release_workers(xf__rt.nr_workers);
-	xf__poller_stop();
+	xf__poller_stop(false);
 	xf__preempt_uninstall();
 	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING);
 	pthread_mutex_unlock(&xf__lifecycle);

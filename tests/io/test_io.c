@@ -31,6 +31,9 @@
  *   behind     descriptors ended behind the runtime's back - fclose() of an
  *              fdopen()ed socket, close_range() - then their numbers reused
  *              by new sockets: the new ones are waited on afresh
+ *   fork_close a fiber forks while others wait to read, or close, their
+ *              sockets: in the child, close() and xf_close of those sockets
+ *              return (they waited forever for the parent's calls to leave)
  *   multi      several fibers reading one UDP socket and one pipe, bursts
  *              from a kernel thread, spinners beside: every burst is read
  *              (an event one reader takes must not leave the others
@@ -52,6 +55,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1206,6 +1210,64 @@ static void *bh_reader(void *arg)
 	return NULL;
 }
 
+#define FORK_READERS 4
+
+static int fork_sv[FORK_READERS][2];
+
+static void *read_until_closed(void *arg)
+{
+	char c;
+
+	return (void *)(intptr_t)xf_read(*(int *)arg, &c, 1);
+}
+
+static void *fork_and_close(void *arg)
+{
+	pid_t pid;
+	int status;
+
+	(void)arg;
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		alarm(10); /* a close that waits for the parent's readers: killed */
+		for (int i = 0; i < FORK_READERS; i++)
+			if ((i & 1 ? xf_close(fork_sv[i][0]) : close(fork_sv[i][0])) != 0)
+				_exit(2);
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		xf_test_fail("fork_close: the child %s %d",
+			     WIFEXITED(status) ? "exited" : "died of",
+			     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	return NULL;
+}
+
+static void test_fork_close(void)
+{
+	xf_fiber *readers[FORK_READERS], *forker;
+
+	CHECK_ERR(xf_init(&(xf_config){.workers = 2}), 0);
+	for (int i = 0; i < FORK_READERS; i++) {
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, fork_sv[i]) == 0);
+		CHECK_ERR(xf_spawn(&readers[i], read_until_closed, &fork_sv[i][0], NULL), 0);
+	}
+	CHECK_ERR(xf_sleep_ns(20000000), 0); /* they wait in their reads */
+	CHECK_ERR(xf_spawn(&forker, fork_and_close, NULL, NULL), 0);
+	CHECK_ERR(xf_join(forker, NULL), 0);
+	/* The parent's readers were not disturbed: they end with their bytes. */
+	for (int i = 0; i < FORK_READERS; i++) {
+		void *r;
+
+		CHECK(write(fork_sv[i][1], "p", 1) == 1);
+		CHECK_ERR(xf_join(readers[i], &r), 0);
+		CHECK((intptr_t)r == 1);
+		CHECK(xf_close(fork_sv[i][0]) == 0 && xf_close(fork_sv[i][1]) == 0);
+	}
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
 static void test_behind(void)
 {
 	for (int how = 0; how < 2; how++) {
@@ -1356,12 +1418,26 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*run)(void);
 	} cases[] = {
-	    {"pipe", test_pipe},	 {"socketpair", test_socketpair}, {"tcp", test_tcp},
-	    {"udp", test_udp},		 {"unix", test_unix},		  {"many", test_many},
-	    {"busy", test_busy},	 {"timeout", test_timeout},	  {"close", test_close},
-	    {"race", test_race},	 {"blocking", test_blocking},	  {"cross", test_cross},
-	    {"inherited", test_inherited}, {"errors", test_errors},	  {"file", test_file},	  {"multi", test_multi}, {"posix", test_posix}, {"behind", test_behind},
+	    {"pipe", test_pipe},
+	    {"socketpair", test_socketpair},
+	    {"tcp", test_tcp},
+	    {"udp", test_udp},
+	    {"unix", test_unix},
+	    {"many", test_many},
+	    {"busy", test_busy},
+	    {"timeout", test_timeout},
+	    {"close", test_close},
+	    {"race", test_race},
+	    {"blocking", test_blocking},
+	    {"cross", test_cross},
+	    {"inherited", test_inherited},
+	    {"errors", test_errors},
+	    {"file", test_file},
+	    {"multi", test_multi},
+	    {"posix", test_posix},
+	    {"behind", test_behind},
 	    {"thread_wait", test_thread_wait},
+	    {"fork_close", test_fork_close},
 	};
 
 	if (argc < 2)
