@@ -34,6 +34,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,7 +382,12 @@ static ssize_t the_rest(int fd, struct msghdr *msg, int flags, bool write, ssize
 	const int iovcnt = (int)msg->msg_iovlen;
 	size_t total = iov_total(msg->msg_iov, iovcnt), done;
 	struct msghdr m = {0};
-	struct msg_op op = {.msg = &m, .flags = flags & ~MSG_WAITALL, .write = write};
+	/* A socket's kernel raises SIGPIPE only for a call that moved nothing:
+	 * not for this one, which has moved r bytes (the next call on the
+	 * descriptor gets the EPIPE, and the signal: whole_call). */
+	struct msg_op op = {.msg = &m,
+			    .flags = (flags & ~MSG_WAITALL) | (write ? MSG_NOSIGNAL : 0),
+			    .write = write};
 	struct rw_op rw_op = {.flags = op.flags, .write = write};
 	struct iovec *rest;
 	int left = iovcnt, err;
@@ -449,8 +456,15 @@ static ssize_t whole_call(int fd, struct msghdr *msg, int flags, bool write, att
 		xf__fd_urgent_taken(fd);
 	/* A peek leaves the bytes where they were: its length says nothing. */
 	size_t want = write || (flags & MSG_PEEK) ? 0 : iov_total(msg->msg_iov, (int)msg->msg_iovlen);
+	/* An EPIPE an earlier call met after moving bytes, kept for this one
+	 * (the_rest): it comes with SIGPIPE, as the kernel's would. */
+	struct xf__fd *e = write ? xf__fd_peek(fd) : NULL;
+	bool kept_epipe = e && atomic_load_explicit(&e->pending_err, memory_order_relaxed) == EPIPE;
 	ssize_t r = run_at(fd, write ? EPOLLOUT : EPOLLIN, attempt, op, flags & MSG_DONTWAIT,
 			   &start_ns, want);
+
+	if (kept_epipe && r < 0 && xf__errno_get() == EPIPE && !(flags & MSG_NOSIGNAL))
+		pthread_kill(pthread_self(), SIGPIPE);
 
 	return the_rest(fd, msg, flags, write, r, start_ns, control_len);
 }

@@ -31,6 +31,9 @@
  *   behind     descriptors ended behind the runtime's back - fclose() of an
  *              fdopen()ed socket, close_range() - then their numbers reused
  *              by new sockets: the new ones are waited on afresh
+ *   epipe_rest a write of 32 MiB to a Unix stream whose reader closes after
+ *              1 MiB: a short count without SIGPIPE, then EPIPE with one,
+ *              as the blocking calls (the signal came one call early)
  *   fork_close a fiber forks while others wait to read, or close, their
  *              sockets: in the child, close() and xf_close of those sockets
  *              return (they waited forever for the parent's calls to leave)
@@ -1210,6 +1213,59 @@ static void *bh_reader(void *arg)
 	return NULL;
 }
 
+static volatile sig_atomic_t epipe_signals;
+
+static void count_sigpipe(int sig)
+{
+	(void)sig;
+	epipe_signals++;
+}
+
+/* Reads 1 MiB, then closes its end with the rest unread. */
+static void *read_a_mib_and_close(void *arg)
+{
+	static char buf[65536];
+	int fd = *(int *)arg;
+	size_t got = 0;
+
+	while (got < (1u << 20)) {
+		ssize_t r = xf_read(fd, buf, sizeof(buf));
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	CHECK(xf_close(fd) == 0);
+	return NULL;
+}
+
+static void test_epipe_rest(void)
+{
+	const size_t big = 32u << 20;
+	char *data = calloc(1, big);
+	int pair[2];
+	ssize_t first;
+	xf_fiber *reader;
+
+	CHECK(data);
+	CHECK(signal(SIGPIPE, count_sigpipe) != SIG_ERR);
+	CHECK_ERR(xf_init(&(xf_config){.workers = nworkers}), 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+	CHECK_ERR(xf_spawn(&reader, read_a_mib_and_close, &pair[1], NULL), 0);
+	first = xf_write(pair[0], data, big);
+	CHECK(first >= (ssize_t)(1u << 20) && first < (ssize_t)big);
+	if (epipe_signals)
+		xf_test_fail("epipe_rest: SIGPIPE with the short count %zd", first);
+	CHECK(xf_write(pair[0], data, 10) == -1 && errno == EPIPE);
+	CHECK(epipe_signals == 1);
+	CHECK(xf_send(pair[0], data, 10, MSG_NOSIGNAL) == -1 && errno == EPIPE);
+	CHECK(epipe_signals == 1);
+	CHECK_ERR(xf_join(reader, NULL), 0);
+	CHECK(xf_close(pair[0]) == 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	free(data);
+}
+
 #define FORK_READERS 4
 
 static int fork_sv[FORK_READERS][2];
@@ -1438,6 +1494,7 @@ int main(int argc, char **argv)
 	    {"behind", test_behind},
 	    {"thread_wait", test_thread_wait},
 	    {"fork_close", test_fork_close},
+	    {"epipe_rest", test_epipe_rest},
 	};
 
 	if (argc < 2)
