@@ -278,6 +278,7 @@ static int start(const xf_config *cfg, int backend)
 	err = xf__stacks_configure(cfg);
 	if (err)
 		return err;
+	xf__heavy_barrier_prepare(); /* before any thread of ours */
 	memset(&xf__rt, 0, sizeof(xf__rt));
 	xf__rt.nr_workers = n;
 	xf__rt.pid = getpid();

@@ -191,18 +191,36 @@ void xf__world_wait(struct xf__worker *w)
  * their earlier stores are visible here and their later loads see ours.
  * membarrier() where the kernel has it; else changing a page's protection,
  * whose TLB shootdown interrupts every CPU that runs one of our threads. */
+static pthread_mutex_t heavy_barrier_lock = PTHREAD_MUTEX_INITIALIZER;
+static int heavy_barrier_registered; /* 1 yes, -1 refused, 0 not yet asked */
+
+/* Lock held. */
+static void heavy_barrier_register(void)
+{
+	if (!heavy_barrier_registered)
+		heavy_barrier_registered =
+		    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) ? -1
+											     : 1;
+}
+
+/* Registering waits for an RCU grace period once the process has more
+ * than one thread (17 ms here), and the first xf_cancel or xf_dump paid
+ * it, its worker blocked meanwhile: xf_init registers before it starts
+ * any thread, where it is nearly free. */
+void xf__heavy_barrier_prepare(void)
+{
+	pthread_mutex_lock(&heavy_barrier_lock);
+	heavy_barrier_register();
+	pthread_mutex_unlock(&heavy_barrier_lock);
+}
+
 void xf__heavy_barrier(void)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static int registered;
 	static char *page;
 
-	pthread_mutex_lock(&lock); /* a dump and cancellers may come at once */
-	if (!registered)
-		registered = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)
-				     ? -1
-				     : 1;
-	if (registered > 0 &&
+	pthread_mutex_lock(&heavy_barrier_lock); /* a dump and cancellers may come at once */
+	heavy_barrier_register();
+	if (heavy_barrier_registered > 0 &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
 		goto out;
 	if (!page) {
@@ -216,7 +234,7 @@ void xf__heavy_barrier(void)
 	mprotect(page, 4096, PROT_READ);
 	mprotect(page, 4096, PROT_READ | PROT_WRITE);
 out:
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&heavy_barrier_lock);
 }
 
 void xf__world_stop(void)

@@ -779,6 +779,8 @@ void xf__cancel_wait_idle(void);
  * TLB shoot-down where it is missing): the slow side of an asymmetric
  * fence, whose fast side is a plain load or store (debug.c). */
 void xf__heavy_barrier(void);
+/* Readies it, cheaply while the process has one thread (xf_init). */
+void xf__heavy_barrier_prepare(void);
 
 /* Timers (timer.c). */
 void xf__timer_arm(struct xf__worker *w, struct xf_fiber *f, uint64_t deadline_ns);

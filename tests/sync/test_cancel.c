@@ -15,14 +15,20 @@
  *           waited for and its result kept
  *   disable a fiber that disabled cancellation is cancelled while it waits:
  *           the wait goes on, later calls work, until the outermost enable
+ *   barrier xf_init registered the process for membarrier's expedited
+ *           barrier, which xf_cancel and xf_dump use: registered by the
+ *           first of them instead, with threads running, it waited an RCU
+ *           grace period there (17 ms here), its worker blocked
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
+#include <linux/membarrier.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -440,10 +446,20 @@ static void test_disable(void)
 	CHECK(atomic_load(&d_step) == 2);
 }
 
+static void test_barrier(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		xf_test_skip("membarrier has no private expedited barrier here");
+	/* EPERM when nobody registered. */
+	CHECK(syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		xf_test_fail("usage: test_cancel kinds|race|all|blocking|disable WORKERS");
+		xf_test_fail("usage: test_cancel kinds|race|all|blocking|disable|barrier WORKERS");
 	nworkers = (unsigned)atoi(argv[2]);
 	alarm(50);
 	CHECK_ERR(xf_init(&(xf_config){.workers = nworkers, .slice_us = 100, .blocking_threads = 4}),
@@ -459,6 +475,8 @@ int main(int argc, char **argv)
 		test_blocking();
 	} else if (!strcmp(argv[1], "disable")) {
 		test_disable();
+	} else if (!strcmp(argv[1], "barrier")) {
+		test_barrier();
 	} else {
 		xf_test_fail("unknown case %s", argv[1]);
 	}
