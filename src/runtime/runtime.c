@@ -455,6 +455,9 @@ static void fork_child(void)
 	xf__rt.first = f;
 	atomic_store(&w->spawned, 0); /* the only fiber left is the first */
 	atomic_store(&w->finished, 0);
+	/* The parent's threads' fibers too: counted live, a child's
+	 * xf_shutdown waited for them for good (a reviewer's t_fork2). */
+	atomic_store(&xf__rt.spawned_by_threads, 0);
 	atomic_store(&xf__rt.nr_parked, 0);
 	atomic_store(&xf__rt.nr_spinning, 0);
 	atomic_store(&xf__rt.shutdown_waiting, 0);

@@ -22,6 +22,9 @@
  *           writes to the socket and waits on it: the post stays for it,
  *           and none of the parent's fibers runs in the child
  * The parent's fibers go on meanwhile, and its runtime shuts down after.
+ * Before any case, a plain thread spawns and joins a fiber: a child's
+ * xf_shutdown counted the parent's thread-spawned fibers as live, and
+ * waited for them for good (fiber, first).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -265,6 +268,22 @@ static void test_dump(void)
 	printf("dump: %u dumps beside 60 forks on one worker\n", dumps);
 }
 
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+/* A plain thread's fiber, spawned and joined there. */
+static void *spawn_from_thread(void *arg)
+{
+	xf_fiber *f;
+
+	(void)arg;
+	CHECK_ERR(xf_spawn(&f, nothing, NULL, NULL), 0);
+	CHECK_ERR(xf_join(f, NULL), 0);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	xf_fiber *bg[4], *f;
@@ -283,6 +302,12 @@ int main(int argc, char **argv)
 		xf_test_skip("ASan's allocator is not fork-safe for a child that starts threads");
 #endif
 	CHECK_ERR(xf_init(&(xf_config){.workers = 3, .slice_us = 100}), 0);
+	{
+		pthread_t t;
+
+		CHECK_ERR(pthread_create(&t, NULL, spawn_from_thread, NULL), 0);
+		CHECK_ERR(pthread_join(t, NULL), 0);
+	}
 	CHECK_ERR(xf_spawn(&bg[0], spinner, NULL, NULL), 0);
 	CHECK_ERR(xf_spawn(&bg[1], spinner, NULL, NULL), 0);
 	CHECK_ERR(xf_spawn(&bg[2], sleeper, NULL, NULL), 0);
