@@ -310,11 +310,13 @@ XF_API int xf_spawn(xf_fiber **out, void *(*fn)(void *), void *arg, const xf_att
  * generation: compare handles with ==, but do not dereference them; after
  * 32,768 reuses of the same memory, an old handle names the new fiber
  * again, as a process ID does after the PIDs wrap); EPERM outside a
- * fiber. */
+ * fiber, and when the runtime is not running (after xf_shutdown every
+ * handle is stale). */
 XF_API int xf_join(xf_fiber *f, void **result);
 
 /* Lets f free itself when it finishes.  EINVAL if already detached or being
- * joined; ESRCH for a handle that is not a live fiber. */
+ * joined; ESRCH for a handle that is not a live fiber; EPERM when the
+ * runtime is not running. */
 XF_API int xf_detach(xf_fiber *f);
 
 /* Lets other fibers run; returns at once when none is waiting. */
@@ -375,7 +377,7 @@ XF_API int xf_sleep_ns(uint64_t ns);
  * never wait, work on; so do xf_mutex_lock and the C library's locks and
  * sleeps, as pthread_mutex_lock is no cancellation point.  From any fiber
  * or thread; f may cancel itself.  ESRCH for a handle that is no live
- * fiber. */
+ * fiber; EPERM when the runtime is not running. */
 XF_API int xf_cancel(xf_fiber *f);
 /* Whether the calling fiber has been cancelled (false outside a fiber),
  * whether or not cancellation is disabled now. */

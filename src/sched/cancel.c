@@ -118,6 +118,8 @@ int xf_cancel(xf_fiber *h)
 {
 	struct xf_fiber *f;
 
+	if (!atomic_load_explicit(&xf__rt.running, memory_order_acquire))
+		return EPERM; /* its memory is freed (check_handle, fiber.c) */
 	atomic_fetch_add_explicit(&xf__cancellers, 1, memory_order_seq_cst);
 	f = mark(h);
 	if (f) {

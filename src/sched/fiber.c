@@ -506,7 +506,14 @@ static int live_fiber(const xf_fiber *h, struct xf_fiber **out)
 static int check_handle(const xf_fiber *h, struct xf_fiber **out)
 {
 	struct xf_fiber *f;
-	int err = live_fiber(h, &f);
+	int err;
+
+	/* After xf_shutdown the fibers' memory is freed: a stale handle
+	 * must not be read (a reviewer's join after shutdown read freed
+	 * memory, and said 0). */
+	if (!atomic_load_explicit(&xf__rt.running, memory_order_acquire))
+		return EPERM;
+	err = live_fiber(h, &f);
 
 	if (err)
 		return err;
@@ -523,8 +530,8 @@ int xf_join(xf_fiber *h, void **result)
 	int expected_state = XF_DETACH_JOINABLE;
 	int err;
 
-	if (!self)
-		return EPERM;
+	if (!self || !atomic_load_explicit(&xf__rt.running, memory_order_acquire))
+		return EPERM; /* not running: h names freed memory (check_handle) */
 	if (h && xf__handle_fiber(h) == self)
 		return EDEADLK;
 	err = check_handle(h, &f);
