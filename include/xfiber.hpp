@@ -20,7 +20,9 @@
 // Errors come as std::system_error carrying the errno value; a blocking call
 // of a cancelled fiber (xf::fiber::cancel, xf_cancel) throws one whose code
 // is std::errc::operation_canceled.  An exception that escapes a fiber's
-// callable is rethrown by join().
+// callable is rethrown by join(); one that escapes a detached fiber's ends
+// the process (std::terminate, the runtime names it), except that
+// cancellation, which only ends the fiber.
 #ifndef XFIBER_HPP
 #define XFIBER_HPP
 
@@ -108,7 +110,17 @@ class fiber {
 	template <class F, class... Args> struct state : state_base {
 		std::tuple<std::decay_t<F>, std::decay_t<Args>...> call;
 		explicit state(F &&f, Args &&...a) : call(std::forward<F>(f), std::forward<Args>(a)...) {}
-		void run() override { std::apply([](auto &fn, auto &...args) { std::invoke(fn, args...); }, call); }
+		// As std::thread: the copies are passed as rvalues, run once (a
+		// move-only argument works; an lvalue reference parameter does
+		// not compile rather than bind to the copy).
+		void run() override
+		{
+			std::apply(
+			    [](auto &fn, auto &...args) {
+				    std::invoke(std::move(fn), std::move(args)...);
+			    },
+			    call);
+		}
 	};
 
 	static void *trampoline(void *p)
@@ -119,14 +131,27 @@ class fiber {
 		} catch (...) {
 			st->error = std::current_exception();
 		}
-		// Detached: nobody will join; whoever comes second frees.
+		// Detached: nobody will join; whoever comes second frees.  A
+		// cancellation that ended it is how a detached fiber is stopped
+		// (xf_cancel_all before a shutdown), not an error to report.
 		if (st->released.exchange(true)) {
 			std::exception_ptr e = st->error;
 			delete st;
-			if (e)
+			if (e && !is_cancellation(e))
 				std::rethrow_exception(e); // escapes the fiber: the runtime names it
 		}
 		return nullptr;
+	}
+
+	static bool is_cancellation(const std::exception_ptr &e)
+	{
+		try {
+			std::rethrow_exception(e);
+		} catch (const std::system_error &x) {
+			return x.code() == std::errc::operation_canceled;
+		} catch (...) {
+			return false;
+		}
 	}
 
 	xf_fiber *handle_ = nullptr;

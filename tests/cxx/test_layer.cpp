@@ -122,6 +122,40 @@ void test_cancel()
 	f.cancel();
 	f.join();
 	CHECK(outcome == 2);
+	// A detached fiber that its cancellation ends - the exception escapes
+	// its callable - just ends: xf_cancel_all then a shutdown is how a
+	// program stops such fibers (std::terminate before).
+	std::atomic<bool> waiting{false};
+	xf::channel<int> none(0);
+	xf::fiber d([&] {
+		waiting = true;
+		none.recv();
+	});
+	xf_fiber *handle = d.native_handle();
+	d.detach();
+	while (!waiting)
+		xf::this_fiber::yield();
+	xf::this_fiber::sleep_for(2ms);
+	CHECK(xf_cancel(handle) == 0);
+	xf::this_fiber::sleep_for(20ms); // it ends; the process goes on
+}
+
+// As std::thread: the callable and its arguments are passed as rvalues, so
+// move-only arguments and rvalue-qualified callables work.
+struct once_callable {
+	std::atomic<int> *ran;
+	void operator()(std::unique_ptr<int> p) &&
+	{
+		*ran = *p;
+	}
+};
+
+void test_move_only_arguments()
+{
+	std::atomic<int> ran{0};
+	xf::fiber f(once_callable{&ran}, std::make_unique<int>(7));
+	f.join();
+	CHECK(ran == 7);
 }
 
 // Batch work: a spinner that marks itself batch steps aside for a
@@ -456,6 +490,7 @@ int main(int argc, char **argv)
 		xf::runtime rt(cfg);
 		test_fiber();
 		test_cancel();
+		test_move_only_arguments();
 		test_batch();
 		test_channel();
 		test_select();
