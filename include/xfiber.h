@@ -324,7 +324,10 @@ XF_API void xf_yield(void);
 
 /* Ends the calling fiber with result (xf_join's *result).  In the first
  * fiber it acts as xf_shutdown() followed by exit(0).  Outside a fiber it
- * prints an error and returns. */
+ * prints an error and returns.  It does not unwind the fiber's stack: C++
+ * destructors of the frames it leaves do not run (pthread_exit's forced
+ * unwinding would run them), so a held std::lock_guard stays locked - in
+ * C++ return from the fiber's function, or throw, instead. */
 XF_API void xf_exit(void *result);
 
 /* The calling fiber, or NULL outside the runtime. */
