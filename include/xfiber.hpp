@@ -143,6 +143,17 @@ class fiber {
 		return nullptr;
 	}
 
+	template <class F, class... Args> void spawn(const xf_attr *attr, F &&f, Args &&...args)
+	{
+		auto *st = new state<F, Args...>(std::forward<F>(f), std::forward<Args>(args)...);
+		int err = xf_spawn(&handle_, trampoline, st, attr);
+		if (err) {
+			delete st;
+			check(err, "xf_spawn");
+		}
+		state_ = st;
+	}
+
 	static bool is_cancellation(const std::exception_ptr &e)
 	{
 		try {
@@ -161,16 +172,20 @@ public:
 	fiber() noexcept = default;
 
 	template <class F, class... Args,
-		  class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, fiber>>>
+		  class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, fiber> &&
+					   !std::is_same_v<std::decay_t<F>, xf_attr>>>
 	explicit fiber(F &&f, Args &&...args)
 	{
-		auto *st = new state<F, Args...>(std::forward<F>(f), std::forward<Args>(args)...);
-		int err = xf_spawn(&handle_, trampoline, st, nullptr);
-		if (err) {
-			delete st;
-			check(err, "xf_spawn");
-		}
-		state_ = st;
+		spawn(nullptr, std::forward<F>(f), std::forward<Args>(args)...);
+	}
+
+	// With xf_spawn's attributes: stack size, pinning, name, batch.  Not
+	// detached (detach() is the handle's): that is EINVAL.
+	template <class F, class... Args> fiber(const xf_attr &attr, F &&f, Args &&...args)
+	{
+		if (attr.detached)
+			check(EINVAL, "xf_spawn");
+		spawn(&attr, std::forward<F>(f), std::forward<Args>(args)...);
 	}
 
 	fiber(fiber &&o) noexcept

@@ -140,6 +140,37 @@ void test_cancel()
 	xf::this_fiber::sleep_for(20ms); // it ends; the process goes on
 }
 
+// xf_spawn's attributes from C++: a name, a worker, a stack; detached is
+// the handle's to say (EINVAL).
+void test_attr()
+{
+	xf_attr attr = XF_ATTR_INIT;
+	std::atomic<int> worker{-1};
+	attr.name = "named";
+	attr.pinned = true;
+	attr.worker = 0;
+	attr.stack_size = 2u << 20;
+	xf::fiber f(
+	    attr,
+	    [&worker](int n) {
+		    volatile char big[1 << 20]; // more than the default stack's 256 KiB
+		    big[n] = 1;
+		    xf::this_fiber::sleep_for(1ms);
+		    worker = xf_worker_id() + big[n] - 1;
+	    },
+	    5);
+	CHECK(std::string(xf_fiber_name(f.native_handle())) == "named");
+	f.join();
+	CHECK(worker == 0);
+	attr.detached = true;
+	try {
+		xf::fiber d(attr, [] {});
+		fail("a detached xf::fiber", __LINE__);
+	} catch (const std::system_error &e) {
+		CHECK(e.code().value() == EINVAL);
+	}
+}
+
 // As std::thread: the callable and its arguments are passed as rvalues, so
 // move-only arguments and rvalue-qualified callables work.
 struct once_callable {
@@ -491,6 +522,7 @@ int main(int argc, char **argv)
 		test_fiber();
 		test_cancel();
 		test_move_only_arguments();
+		test_attr();
 		test_batch();
 		test_channel();
 		test_select();
