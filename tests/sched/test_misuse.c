@@ -80,8 +80,12 @@ static void test_forever(void)
 		CHECK_ERR(xf_cond_init(&cond), 0);
 		CHECK_ERR(xf_spawn(&f, poster, NULL, NULL), 0);
 		CHECK_ERR(xf_sem_timedwait(&sem, forevers[i]), 0);
-		CHECK_ERR(xf_chan_timed_recv(chan, &v, forevers[i]), 0);
+		/* The mutex before the message that lets the poster go on to
+		 * signal: its signal then waits for this wait to release the
+		 * mutex, and cannot come first and be lost (a run under qemu
+		 * waited for good). */
 		xf_mutex_lock(&mtx);
+		CHECK_ERR(xf_chan_timed_recv(chan, &v, forevers[i]), 0);
 		CHECK_ERR(xf_cond_timedwait(&cond, &mtx, forevers[i]), 0);
 		xf_mutex_unlock(&mtx);
 		if (!atomic_load(&posted))
