@@ -10,7 +10,9 @@
  *              in the same run: spawn+join, 100,000 parked fibers, a
  *              preemptive switch and a preemption tick against a bare
  *              signal round trip, the ticker's cost to a CPU-bound workload,
- *              and what one preemption costs the preempted workload.
+ *              what one preemption costs the preempted workload, how late
+ *              a sleep and a byte on a socket wake a fiber beside a
+ *              CPU-bound one (and the same with kernel threads).
  *
  * Every row starts the runtime with the calling thread pinned as the row
  * says (workers inherit it) and shuts it down again before returning.
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -60,6 +63,7 @@ enum {
 	FB_YIELD_2SITES,
 	FB_PTHREAD_LOCK,
 	FB_SLEEP_LATE,
+	FB_READY_LATE,
 };
 
 /* --- running a row inside the runtime --- */
@@ -1073,6 +1077,176 @@ static int sleep_late_run(const struct xf_bench_params *p, uint64_t iters,
 	return 0;
 }
 
+/*
+ * A byte written to a socket beside a CPU-bound fiber at 100 us slices,
+ * worker and ticker on one CPU and the writer - a plain thread - on the
+ * other: how long until the fiber that reads it runs.  It is the short
+ * request behind a long one of `bench server`'s mix, without HTTP or a
+ * generator's noise.  With p->fds (the threads row) the reader and the
+ * spinner are kernel threads on that one CPU instead, the reader blocked in
+ * read().  The value is the mean in ns; p->loops bytes, 0.5-1.5 ms apart.
+ */
+struct ready_late {
+	int sv[2];
+	unsigned n;
+	double *late;
+	_Atomic uint64_t written_ns; /* set before each byte is written */
+	_Atomic unsigned read;	     /* bytes read so far */
+	int err;
+};
+
+static void *ready_read(void *arg)
+{
+	struct ready_late *r = arg;
+	bool fiber = xf_self() != NULL;
+
+	for (unsigned i = 0; i < r->n; i++) {
+		char c;
+		ssize_t got = fiber ? xf_read(r->sv[0], &c, 1) : read(r->sv[0], &c, 1);
+
+		if (got != 1) {
+			r->err = got < 0 ? errno : EPIPE;
+			break;
+		}
+		r->late[i] = xf_bench_now_ns() - (double)atomic_load(&r->written_ns);
+		atomic_store(&r->read, i + 1);
+	}
+	return NULL;
+}
+
+static void *ready_spin(void *arg)
+{
+	(void)arg;
+	return spin_until_stopped(NULL);
+}
+
+/* The writer: one byte at a time, the next once the last was read. */
+static void *ready_write(void *arg)
+{
+	struct ready_late *r = arg;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (unsigned i = 0; i < r->n; i++) {
+		struct timespec gap;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		gap = (struct timespec){0, 500000 + (long)(x % 1000000)};
+		nanosleep(&gap, NULL);
+		atomic_store(&r->written_ns, (uint64_t)xf_bench_now_ns());
+		if (write(r->sv[1], "x", 1) != 1)
+			break;
+		while (atomic_load(&r->read) <= i && !r->err)
+			sched_yield();
+	}
+	shutdown(r->sv[1], SHUT_WR); /* a reader left waiting ends */
+	return NULL;
+}
+
+static void pin_thread(pthread_t t, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(t, sizeof(set), &set);
+}
+
+static int ready_late_run(const struct xf_bench_params *p, uint64_t iters,
+			  struct xf_bench_sample *s)
+{
+	struct xf_bench_params one = *p;
+	struct ready_late r = {.n = p->loops};
+	struct xf_fb_runtime rt;
+	cpu_set_t saved;
+	pthread_t writer, reader, spinner;
+	xf_fiber *fr = NULL, *fs = NULL;
+	double sum = 0;
+	int err;
+
+	(void)iters;
+	r.late = calloc(r.n, sizeof(*r.late));
+	if (!r.late)
+		return ENOMEM;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, r.sv)) {
+		free(r.late);
+		return errno;
+	}
+	pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
+	pin_thread(pthread_self(), p->cpu[0]); /* the ticker inherits it */
+	atomic_store(&spin_stop, false);
+	if (p->fds) {
+		err = pthread_create(&reader, NULL, ready_read, &r);
+		if (!err) {
+			pin_thread(reader, p->cpu[0]);
+			err = pthread_create(&spinner, NULL, ready_spin, NULL);
+			if (!err) {
+				pin_thread(spinner, p->cpu[0]);
+				err = pthread_create(&writer, NULL, ready_write, &r);
+				if (!err) {
+					pin_thread(writer, p->cpu[1]);
+					pthread_join(writer, NULL);
+				}
+				atomic_store(&spin_stop, true);
+				pthread_join(spinner, NULL);
+			}
+			shutdown(r.sv[1], SHUT_WR);
+			pthread_join(reader, NULL);
+		}
+	} else {
+		one.cpu[1] = one.cpu[0];
+		err = xf_fb_start(&one, (xf_config){.slice_us = 100}, &rt, s);
+		if (!err) {
+			err = xf_spawn(&fr, ready_read, &r, NULL);
+			if (!err)
+				err = xf_sleep_ns(1000000); /* the reader waits on its socket */
+			if (!err)
+				err = xf_spawn(&fs, ready_spin, NULL, NULL);
+			/* Joined first, the reader: a fiber in pthread_join would
+			 * wake now and then, and end the spinner's slices. */
+			if (!err && (err = pthread_create(&writer, NULL, ready_write, &r)) == 0) {
+				pin_thread(writer, p->cpu[1]);
+				xf_join(fr, NULL);
+				fr = NULL;
+				pthread_join(writer, NULL);
+			}
+			atomic_store(&spin_stop, true);
+			if (fs)
+				xf_join(fs, NULL);
+			if (fr) {
+				shutdown(r.sv[1], SHUT_WR);
+				xf_join(fr, NULL);
+			}
+			xf_fb_stop(&rt, s);
+		}
+	}
+	pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+	close(r.sv[0]);
+	close(r.sv[1]);
+	if (!err)
+		err = r.err;
+	if (!err && atomic_load(&r.read) != r.n)
+		err = EIO;
+	if (err) {
+		free(r.late);
+		return err;
+	}
+	for (unsigned i = 0; i < r.n; i++)
+		sum += r.late[i];
+	s->value = sum / r.n;
+	s->elapsed_ns = sum + 1e6 * r.n;
+	xf_bench_sample_extra(s, "late_p99_ns", xf_quantile(r.late, r.n, 0.99));
+	xf_bench_sample_extra(s, "late_max_ns", xf_quantile(r.late, r.n, 1.0));
+	snprintf(s->note, sizeof(s->note),
+		 "ns on average; p99 %.0f us, worst %.0f us over %u bytes, each to a %s "
+		 "beside a CPU-bound one on one CPU%s",
+		 xf_quantile(r.late, r.n, 0.99) / 1000, xf_quantile(r.late, r.n, 1.0) / 1000, r.n,
+		 p->fds ? "kernel thread" : "fiber", p->fds ? "" : ", 100 us slices");
+	free(r.late);
+	return 0;
+}
+
 static int cost_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
 	double coop[CRUNCH_ROUNDS], sliced[CRUNCH_ROUNDS], per[CRUNCH_ROUNDS];
@@ -1209,6 +1383,16 @@ static int plan_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 	row = xf_bench_plan_add(plan, &p, sleep_late_run, "sleep-1ms-late/1cpu");
 	if (row)
 		row->fixed_work = true;
+	/* The writer needs the second CPU: xf_fb_start's ticker does not. */
+	p.test = FB_READY_LATE;
+	for (int threads = 0; threads < 2; threads++) {
+		p.fds = (unsigned)threads;
+		row = xf_bench_plan_add(plan, &p, ready_late_run, "ready-behind-cpu-bound/%s",
+					threads ? "threads" : "xfiber-100us");
+		if (row)
+			row->fixed_work = true;
+	}
+	p.fds = 0;
 	return 0;
 }
 
