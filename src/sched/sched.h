@@ -432,6 +432,10 @@ struct xf__worker {
 	uint64_t tick_since_ns; /* when that count last changed */
 	uint64_t tick_deferred; /* stats.preemptions_deferred then */
 	bool stall_reported;	/* since then (preempt/stall.c) */
+	/* Since then, a due timer ended the fiber's slice early: it stays ended
+	 * after the handler ran the timer, while its tick is deferred
+	 * (preempt/ticker.c). */
+	bool tick_ended_early;
 	uint32_t ticks_sent;	/* ticks sent it, against ticks_seen (ticker.c) */
 	uint64_t tick_sent_ns;	/* when the last one went */
 
