@@ -617,8 +617,8 @@ static int drop_empty_plans(struct cli *c, struct xf_bench_plan **plans)
 	if (kept)
 		return 0;
 	complain("--rows=%s: no row of these workloads matches (a table's first column names "
-		 "its rows)",
-		 c->o.rows);
+		 "its rows%s)",
+		 c->o.rows, c->o.quick ? "; --quick leaves most rows out" : "");
 	return -1;
 }
 

@@ -1383,14 +1383,23 @@ static int plan_fiber(const struct xf_bench_opts *o, struct xf_bench_plan *plan,
 	row = xf_bench_plan_add(plan, &p, sleep_late_run, "sleep-1ms-late/1cpu");
 	if (row)
 		row->fixed_work = true;
-	/* The writer needs the second CPU: xf_fb_start's ticker does not. */
+	/* The writer runs on the second CPU, as a client would: with one
+	 * CPU it would share the reader's, and time something else. */
 	p.test = FB_READY_LATE;
+	p.cpu[1] = o->ncpus >= 2 ? o->cpu[1] : o->cpu[0];
 	for (int threads = 0; threads < 2; threads++) {
 		p.fds = (unsigned)threads;
 		row = xf_bench_plan_add(plan, &p, ready_late_run, "ready-behind-cpu-bound/%s",
 					threads ? "threads" : "xfiber-100us");
-		if (row)
+		if (row) {
 			row->fixed_work = true;
+			if (o->ncpus < 2)
+				snprintf(row->skip, sizeof(row->skip),
+					 "needs a second CPU for the writer (--cpus)");
+			else
+				snprintf(row->pinning, sizeof(row->pinning), "cpu %d, writer %d",
+					 p.cpu[0], p.cpu[1]);
+		}
 	}
 	p.fds = 0;
 	return 0;
