@@ -443,10 +443,11 @@ static double cpu_seconds(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* Eight spinners for 300 ms, beside a ping-pong or alone: their units per
- * second of the CPU the process got (tests run side by side under ctest
- * take a varying part of it: by wall time the spinners kept 0.49 of their
- * rate once), the fewest and the most one got. */
+/* Eight spinners for 300 ms, beside a ping-pong or alone: their units over
+ * those 300 ms per second of the CPU the process got meanwhile (tests run
+ * side by side under ctest take a varying part of it: by wall time the
+ * spinners kept 0.49 of their rate once), the fewest and the most one got
+ * in all. */
 enum { MANY = 8 };
 
 static double run_many(bool ping_pong_too, uint64_t *least, uint64_t *most, xf_stats *st)
@@ -454,7 +455,7 @@ static double run_many(bool ping_pong_too, uint64_t *least, uint64_t *most, xf_s
 	struct spinner s[MANY] = {0};
 	struct pair pp;
 	xf_fiber *fs[MANY];
-	uint64_t total = 0;
+	uint64_t before = 0, during = 0;
 	double cpu;
 
 	init(false);
@@ -462,9 +463,14 @@ static double run_many(bool ping_pong_too, uint64_t *least, uint64_t *most, xf_s
 		fs[i] = start(&s[i], false);
 	if (ping_pong_too)
 		pair_start(&pp);
+	for (int i = 0; i < MANY; i++)
+		before += atomic_load(&s[i].units);
 	cpu = cpu_seconds();
 	CHECK_ERR(xf_sleep_ns(300 * 1000000ull), 0);
 	cpu = cpu_seconds() - cpu;
+	for (int i = 0; i < MANY; i++)
+		during += atomic_load(&s[i].units);
+	during -= before;
 	atomic_store(&stop, true);
 	for (int i = 0; i < MANY; i++)
 		CHECK_ERR(xf_join(fs[i], NULL), 0);
@@ -478,9 +484,8 @@ static double run_many(bool ping_pong_too, uint64_t *least, uint64_t *most, xf_s
 
 		*least = u < *least ? u : *least;
 		*most = u > *most ? u : *most;
-		total += u;
 	}
-	return (double)total / cpu;
+	return (double)during / cpu;
 }
 
 /* Eight spinners beside a ping-pong: each keeps its own share, and
