@@ -156,7 +156,7 @@ static void tick_send_to(struct xf__worker *w, pid_t tid, uint64_t value, uint64
  * A slice so ended stays ended: a tick that lands where the fiber cannot
  * switch (the C library) is deferred, and its handler runs the due timer
  * all the same, so the next look finds none due while the sleeper waits in
- * the queue - until the slice's end, 240-310 ms later at 200 ms slices
+ * the queue - until the slice's end, 200-310 ms later at 200 ms slices
  * beside a fiber in clock_gettime (preempt.ticker.deferred_timer).
  */
 static bool timer_wakes(struct xf__worker *w, uint64_t now, uint64_t slice_ns, uint64_t *next_ns)
