@@ -1114,12 +1114,6 @@ static void *ready_read(void *arg)
 	return NULL;
 }
 
-static void *ready_spin(void *arg)
-{
-	(void)arg;
-	return spin_until_stopped(NULL);
-}
-
 /* The writer: one byte at a time, the next once the last was read. */
 static void *ready_write(void *arg)
 {
@@ -1180,7 +1174,7 @@ static int ready_late_run(const struct xf_bench_params *p, uint64_t iters,
 		err = pthread_create(&reader, NULL, ready_read, &r);
 		if (!err) {
 			pin_thread(reader, p->cpu[0]);
-			err = pthread_create(&spinner, NULL, ready_spin, NULL);
+			err = pthread_create(&spinner, NULL, spin_until_stopped, NULL);
 			if (!err) {
 				pin_thread(spinner, p->cpu[0]);
 				err = pthread_create(&writer, NULL, ready_write, &r);
@@ -1202,7 +1196,7 @@ static int ready_late_run(const struct xf_bench_params *p, uint64_t iters,
 			if (!err)
 				err = xf_sleep_ns(1000000); /* the reader waits on its socket */
 			if (!err)
-				err = xf_spawn(&fs, ready_spin, NULL, NULL);
+				err = xf_spawn(&fs, spin_until_stopped, NULL, NULL);
 			/* Joined first, the reader: a fiber in pthread_join would
 			 * wake now and then, and end the spinner's slices. */
 			if (!err && (err = pthread_create(&writer, NULL, ready_write, &r)) == 0) {
