@@ -268,6 +268,8 @@ extern unsigned xf__ring_entries;
 int xf__ring_start(void);
 void xf__ring_stop(void);
 void xf__ring_fork_child(void);
+/* On worker w's thread as it starts: the ring's issuer is that thread. */
+void xf__ring_worker_enter(struct xf__worker *w);
 /* Why the engine was refused (or let go, in a forked child); NULL if not. */
 const char *xf__ring_refused(void);
 /* Whether a call with these flags on e goes to the ring. */

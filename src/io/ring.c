@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "io/io.h"
@@ -79,6 +80,7 @@ struct xf__ring {
 				      * round of the fibers queued when the first came */
 	struct xf__ring_wait *waits; /* in flight, for the sweeps */
 	_Atomic bool sweep_wanted;   /* a closer or canceller asked (xf__ring_sweep_all) */
+	bool disabled;		     /* made for another thread: its worker enables it */
 };
 
 /* A fiber's request, on its stack until the request completes. */
@@ -114,14 +116,28 @@ static void ring_free(struct xf__ring *r)
 	free(r);
 }
 
-static struct xf__ring *ring_new(int *err)
+/* Who enters a ring (ring_new). */
+enum ring_issuer {
+	ISSUER_THIS_THREAD,  /* the worker runs on the thread making it */
+	ISSUER_WORKER_LATER, /* the worker's thread enables it (xf__ring_worker_enter) */
+	ISSUER_ANY,	     /* io_uring_register is refused: no single issuer */
+};
+
+static struct xf__ring *ring_new(int *err, enum ring_issuer issuer)
 {
-	/* Completions wait for the worker's next entry into the kernel
-	 * rather than interrupt it, and say so in the ring's flags, which the
-	 * ticker reads (xf__ring_wants_cpu): its preemption is that entry. */
-	struct io_uring_params p = {.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN |
-					     IORING_SETUP_TASKRUN_FLAG,
-				    .cq_entries = CQ_ENTRIES};
+	/* The worker alone enters its ring (the single issuer), and
+	 * completions wait for its next io_uring_enter asking for them
+	 * rather than interrupt it (deferred task work: a one-byte ping-pong
+	 * 1.38x -> 1.5x two threads' here, docs/io.md); the ring's flags say
+	 * when some wait, which the ticker reads (xf__ring_wants_cpu): its
+	 * preemption is that entry.  Without the single issuer (ISSUER_ANY,
+	 * or before 6.1) completions wait for the worker's next entry into
+	 * the kernel, of any kind (COOP_TASKRUN). */
+	struct io_uring_params p = {
+	    .flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+		     IORING_SETUP_TASKRUN_FLAG |
+		     (issuer == ISSUER_WORKER_LATER ? IORING_SETUP_R_DISABLED : 0),
+	    .cq_entries = CQ_ENTRIES};
 	struct xf__ring *r = calloc(1, sizeof(*r));
 	int rc;
 
@@ -130,7 +146,16 @@ static struct xf__ring *ring_new(int *err)
 		return NULL;
 	}
 	r->kick_fd = -1;
-	rc = io_uring_queue_init_params(xf__ring_entries, &r->ring, &p);
+	rc = -EINVAL;
+	if (issuer != ISSUER_ANY)
+		rc = io_uring_queue_init_params(xf__ring_entries, &r->ring, &p);
+	if (rc == -EINVAL) { /* ISSUER_ANY, or before 6.1: no DEFER_TASKRUN */
+		p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE |
+						      IORING_SETUP_COOP_TASKRUN |
+						      IORING_SETUP_TASKRUN_FLAG,
+					     .cq_entries = CQ_ENTRIES};
+		rc = io_uring_queue_init_params(xf__ring_entries, &r->ring, &p);
+	}
 	if (rc == -EINVAL) { /* before 5.19: no TASKRUN_FLAG */
 		p = (struct io_uring_params){.flags = IORING_SETUP_CQSIZE,
 					     .cq_entries = CQ_ENTRIES};
@@ -144,6 +169,7 @@ static struct xf__ring *ring_new(int *err)
 		free(r);
 		return NULL;
 	}
+	r->disabled = p.flags & IORING_SETUP_R_DISABLED;
 	/* Without fast poll a request on a socket with nothing to read
 	 * would hold a kernel worker thread while it waits (before 5.7);
 	 * without EXT_ARG a timed wait queues a timeout request of
@@ -170,20 +196,63 @@ static struct xf__ring *ring_new(int *err)
 	return r;
 }
 
+/* Whether io_uring_register may be called, which enabling a ring needs. */
+static bool register_allowed(struct io_uring *ring)
+{
+	struct io_uring_probe *probe = io_uring_get_probe_ring(ring);
+
+	io_uring_free_probe(probe);
+	return probe != NULL;
+}
+
 int xf__ring_start(void)
 {
 	int err = 0;
 
+	bool can_enable = true;
+
 	refused_why[0] = 0;
 	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
-		xf__rt.workers[i].ring = ring_new(&err);
+		/* Worker 0 runs on this thread (xf_init's); the others' rings
+		 * are enabled by their threads, unless a seccomp filter
+		 * refuses io_uring_register (as a probe tells). */
+		xf__rt.workers[i].ring = ring_new(&err, i == 0	     ? ISSUER_THIS_THREAD
+							: can_enable ? ISSUER_WORKER_LATER
+								     : ISSUER_ANY);
 		if (!xf__rt.workers[i].ring) {
 			xf__ring_stop();
 			return err;
 		}
+		if (i == 0)
+			can_enable = register_allowed(&xf__rt.workers[0].ring->ring);
 	}
 	xf__ring_enabled = true;
 	return 0;
+}
+
+/* On worker w's own thread, before it runs a fiber: its ring takes this
+ * thread as its only issuer. */
+void xf__ring_worker_enter(struct xf__worker *w)
+{
+	struct xf__ring *r = w->ring;
+	int rc;
+
+	if (!r || !r->disabled)
+		return;
+	/* liburing 2.3 (Debian 12) declares io_uring_enable_rings but does
+	 * not export it. */
+	rc = syscall(__NR_io_uring_register, r->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0)
+		 ? -errno
+		 : 0;
+	/* It cannot fail on a ring made disabled that nobody enabled; if it
+	 * did, every entry would fail and the worker's fibers would wait
+	 * forever: better said and stopped. */
+	if (rc < 0) {
+		fprintf(stderr, "xfiber: enabling worker %u's io_uring: %s\n", w->id,
+			strerror(-rc));
+		abort();
+	}
+	r->disabled = false;
 }
 
 void xf__ring_stop(void)
@@ -222,7 +291,10 @@ static void submit(struct xf__ring *r)
 
 	if (!r->unsubmitted)
 		return;
-	rc = io_uring_submit(&r->ring);
+	/* Asking for events too: with deferred task work, completions the
+	 * submission itself caused (a send waking a receive of this ring)
+	 * are posted in this entry rather than the next one. */
+	rc = io_uring_submit_and_get_events(&r->ring);
 	/* EINTR (a tick) or EAGAIN/EBUSY (the kernel's completion queue is
 	 * full): what did not go in goes at the next look. */
 	if (rc > 0)

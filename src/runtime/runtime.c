@@ -83,6 +83,9 @@ static void *worker_thread(void *arg)
 	xf__overflow_handler_install(w);
 	xf__preempt_worker_enter(w);
 	xf__cxx_once_locate(w);
+#ifdef XF_HAVE_IO_URING
+	xf__ring_worker_enter(w);
+#endif
 	xf__worker_run(w); /* until the runtime stops */
 	xf__overflow_handler_remove(w);
 	xf__tls_worker = NULL;

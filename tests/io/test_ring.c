@@ -8,6 +8,11 @@
  *   fallback  io_uring_setup refused (a seccomp filter, as a container
  *             would): xf_init succeeds with epoll, says why once on
  *             stderr and in xf_stats, and sockets work
+ *   no_register  io_uring_register refused alone (a seccomp filter):
+ *             the rings of workers 1.. cannot be enabled by their own
+ *             threads, so no ring has a single issuer; both workers'
+ *             fibers still do I/O on io_uring (enabling failed, and a
+ *             worker stopped the process)
  *   close     xf_close of a socket while another fiber's read is in
  *             flight: the read fails with EBADF, the close returns, and
  *             the number is free again - 200 times
@@ -168,6 +173,46 @@ static void test_fallback(void)
 		said += strstr(line, "io_uring refused") != NULL;
 	CHECK(said == 1);
 	printf("fallback: %s\n", st.io_backend_refused);
+}
+
+static void refuse_register(void)
+{
+	struct sock_filter f[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+}
+
+static void *round_trips_on(void *arg)
+{
+	CHECK(xf_worker_id() == (int)(intptr_t)arg);
+	for (int i = 0; i < 100; i++)
+		round_trip();
+	return NULL;
+}
+
+static void test_no_register(void)
+{
+	xf_fiber *f[2];
+
+	refuse_register();
+	start(2);
+	for (int w = 0; w < 2; w++) {
+		xf_attr a = XF_ATTR_INIT;
+
+		a.pinned = true;
+		a.worker = w;
+		CHECK_ERR(xf_spawn(&f[w], round_trips_on, (void *)(intptr_t)w, &a), 0);
+	}
+	for (int w = 0; w < 2; w++)
+		CHECK_ERR(xf_join(f[w], NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
 }
 
 /* --- a read in flight, ended by another fiber --- */
@@ -687,6 +732,7 @@ int main(int argc, char **argv)
 	} cases[] = {
 	    {"stats", test_stats},
 	    {"fallback", test_fallback},
+	    {"no_register", test_no_register},
 	    {"close", test_close},
 	    {"cancel", test_cancel},
 	    {"cancel_start", test_cancel_start},
