@@ -16,6 +16,13 @@
  *   read-ready/socket, read-ready/pipe
  *                            an xf_read of one byte that finds it there,
  *                            interleaved with the plain read() (x_read)
+ *   socketpair/syscalls-alone/1cpu, socketpair/uring-alone/1cpu
+ *                            the floors: one thread makes the round trips
+ *                            itself, with no fiber and nothing to switch -
+ *                            non-blocking send and recv (the four system
+ *                            calls a round trip cannot do without), or one
+ *                            io_uring_enter per message with rings made as
+ *                            the engine's; interleaved with the threads'
  *   idle-10k/1cpu            10,000 fibers each waiting on a connection:
  *                            ns per connection to wake them all, and the
  *                            bytes each costs beyond its fiber (RSS), with
@@ -33,6 +40,9 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#ifdef XF_BENCH_HAVE_IO_URING
+#include <liburing.h>
+#endif
 
 #include "bench/bench.h"
 #include "bench/fiber.h"
@@ -47,7 +57,16 @@
 #define READ_BUF 4096 /* one-byte reads per round trip of the ready-read rows */
 
 /* .test of a row. */
-enum { IO_THREADS, IO_FIBERS, IO_GO, IO_READ_SOCKET, IO_READ_PIPE, IO_IDLE };
+enum {
+	IO_THREADS,
+	IO_FIBERS,
+	IO_GO,
+	IO_READ_SOCKET,
+	IO_READ_PIPE,
+	IO_IDLE,
+	IO_ALONE_SYSCALLS,
+	IO_ALONE_URING
+};
 
 /* --- ping-pongs: pairs of kernel threads or of fibers --- */
 
@@ -269,31 +288,171 @@ static int threads_run(const struct xf_bench_params *p, uint64_t iters, struct x
 	return 0;
 }
 
+/* A row timed in ROUNDS rounds interleaved with the threads' (ns per
+ * round trip each, n round trips of each of p->groups connections a
+ * round): its value, the median round's ratio and the threads' in the
+ * notes, with `how` after them if not empty (mine and thr end up sorted). */
+static void against_threads(const struct xf_bench_params *p, double mine[ROUNDS],
+			    double thr[ROUNDS], uint64_t n, const char *how,
+			    struct xf_bench_sample *s)
+{
+	double ratio[ROUNDS], x;
+	char at[40];
+
+	for (int i = 0; i < ROUNDS; i++)
+		ratio[i] = thr[i] / mine[i];
+	s->value = xf_median(mine, ROUNDS);
+	s->elapsed_ns = (s->value + xf_median(thr, ROUNDS)) * (double)(n * p->groups * ROUNDS);
+	x = xf_median(ratio, ROUNDS);
+	where(p, at, sizeof(at));
+	snprintf(s->note, sizeof(s->note),
+		 "%.2fx (quartiles %.2f-%.2f) %u kernel threads %s (%.0f ns), %d interleaved "
+		 "rounds%s%s",
+		 x, xf_quantile(ratio, ROUNDS, 0.25), xf_quantile(ratio, ROUNDS, 0.75),
+		 2 * p->groups, at, xf_median(thr, ROUNDS), ROUNDS, how[0] ? "; " : "", how);
+	xf_bench_sample_extra(s, "threads_ns", xf_median(thr, ROUNDS));
+	xf_bench_sample_extra(s, "x_threads", x);
+}
+
 /* Fibers and threads in interleaved rounds; the median round's ratio. */
 static int fibers_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
-	double fib[ROUNDS], thr[ROUNDS], ratio[ROUNDS], x;
+	double fib[ROUNDS], thr[ROUNDS];
 	const uint64_t n = iters / ROUNDS / p->groups + 1;
-	char at[40];
 
 	for (int i = 0; i < ROUNDS; i++) {
 		fib[i] = pairs_trip_ns(p, true, p->groups, n, s);
 		thr[i] = pairs_trip_ns(p, false, p->groups, n, s);
 		if (fib[i] <= 0 || thr[i] <= 0)
 			return EIO;
-		ratio[i] = thr[i] / fib[i];
 	}
-	s->value = xf_median(fib, ROUNDS);
-	s->elapsed_ns = (s->value + xf_median(thr, ROUNDS)) * (double)(n * p->groups * ROUNDS);
-	x = xf_median(ratio, ROUNDS);
-	where(p, at, sizeof(at));
-	snprintf(s->note, sizeof(s->note),
-		 "%.2fx (quartiles %.2f-%.2f) %u kernel threads %s (%.0f ns), %d interleaved "
-		 "rounds",
-		 x, xf_quantile(ratio, ROUNDS, 0.25), xf_quantile(ratio, ROUNDS, 0.75),
-		 2 * p->groups, at, xf_median(thr, ROUNDS), ROUNDS);
-	xf_bench_sample_extra(s, "threads_ns", xf_median(thr, ROUNDS));
-	xf_bench_sample_extra(s, "x_threads", x);
+	against_threads(p, fib, thr, n, "", s);
+	return 0;
+}
+
+/* --- the floors: one thread, no fibers, nothing waits --- */
+
+/* n round trips of one byte by one thread, each receive finding its byte:
+ * ns per round trip. */
+static double alone_syscalls_ns(const int sv[2], uint64_t n)
+{
+	char c = 'x';
+	double t0 = xf_bench_now_ns();
+
+	for (uint64_t i = 0; i < n; i++)
+		if (send(sv[0], &c, 1, MSG_DONTWAIT) != 1 ||
+		    recv(sv[1], &c, 1, MSG_DONTWAIT) != 1 ||
+		    send(sv[1], &c, 1, MSG_DONTWAIT) != 1 || recv(sv[0], &c, 1, MSG_DONTWAIT) != 1)
+			return -1;
+	return (xf_bench_now_ns() - t0) / (double)n;
+}
+
+#ifdef XF_BENCH_HAVE_IO_URING
+/* Each half round trip as the engine makes it between two fibers on one
+ * worker: the sender's send and its receive of the answer go in with one
+ * io_uring_enter, which waits for the peer's receive, queued the half
+ * before, to complete.  The ring as the engine's (io/ring.c): one issuer,
+ * deferred completion work, or cooperative before Linux 6.1. */
+static double alone_uring_ns(const int sv[2], uint64_t n)
+{
+	struct io_uring_params prm = {.flags = IORING_SETUP_SINGLE_ISSUER |
+					       IORING_SETUP_DEFER_TASKRUN |
+					       IORING_SETUP_TASKRUN_FLAG};
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	char buf[2];
+	double t0, ns = -1;
+	int rc = io_uring_queue_init_params(8, &ring, &prm);
+
+	if (rc == -EINVAL) {
+		prm = (struct io_uring_params){.flags = IORING_SETUP_COOP_TASKRUN |
+							IORING_SETUP_TASKRUN_FLAG};
+		rc = io_uring_queue_init_params(8, &ring, &prm);
+	}
+	if (rc < 0)
+		return -1;
+	/* user_data: 1 + the side whose receive it is; 0 a send. */
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_recv(sqe, sv[1], &buf[1], 1, 0);
+	io_uring_sqe_set_data64(sqe, 2);
+	t0 = xf_bench_now_ns();
+	for (uint64_t i = 0; i < 2 * n; i++) {
+		const int from = i & 1, to = !from;
+		bool arrived = false;
+
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_send(sqe, sv[from], "x", 1, 0);
+		io_uring_sqe_set_data64(sqe, 0);
+		sqe = io_uring_get_sqe(&ring);
+		io_uring_prep_recv(sqe, sv[from], &buf[from], 1, 0);
+		io_uring_sqe_set_data64(sqe, 1 + (uint64_t)from);
+		while (!arrived) {
+			struct io_uring_cqe *cqe;
+			unsigned head, seen = 0;
+
+			if (io_uring_submit_and_wait(&ring, 1) < 0)
+				goto out;
+			io_uring_for_each_cqe(&ring, head, cqe)
+			{
+				seen++;
+				if (cqe->res != 1)
+					goto out;
+				arrived |= io_uring_cqe_get_data64(cqe) == 1 + (uint64_t)to;
+			}
+			io_uring_cq_advance(&ring, seen);
+		}
+	}
+	ns = (xf_bench_now_ns() - t0) / (double)n;
+out:
+	io_uring_queue_exit(&ring); /* cancels the last receive */
+	return ns;
+}
+#endif
+
+/* One floor's ns per round trip on a fresh socket pair, <= 0 on failure. */
+static double alone_trip_ns(int test, uint64_t n)
+{
+	int sv[2];
+	double ns = -1;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -1;
+	if (test == IO_ALONE_SYSCALLS)
+		ns = alone_syscalls_ns(sv, n);
+#ifdef XF_BENCH_HAVE_IO_URING
+	else
+		ns = alone_uring_ns(sv, n);
+#endif
+	close(sv[0]);
+	close(sv[1]);
+	return ns;
+}
+
+/* A floor and the threads in interleaved rounds, on the row's CPU. */
+static int alone_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
+{
+	double one[ROUNDS], thr[ROUNDS];
+	const uint64_t n = iters / ROUNDS + 1;
+	cpu_set_t saved;
+	int err = 0;
+
+	pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
+	xf_bench_pin(p->cpu, 1);
+	for (int i = 0; !err && i < ROUNDS; i++) {
+		one[i] = alone_trip_ns(p->test, n);
+		thr[i] = pairs_trip_ns(p, false, 1, n, s);
+		if (one[i] <= 0)
+			snprintf(s->note, sizeof(s->note), "the one thread's round trips failed");
+		if (one[i] <= 0 || thr[i] <= 0)
+			err = EIO;
+	}
+	pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+	if (err)
+		return err;
+	against_threads(p, one, thr, n,
+			p->test == IO_ALONE_SYSCALLS ? "one thread, 4 non-blocking system calls"
+						     : "one thread, 2 io_uring_enter",
+			s);
 	return 0;
 }
 
@@ -590,7 +749,17 @@ static int plan_io_kernel(const struct xf_bench_opts *o, struct xf_bench_plan *p
 
 	(void)err;
 	(void)err_size;
+	const char *no_uring = xf_bench_uring_missing();
+	struct xf_bench_row *row;
+
 	xf_bench_plan_add(plan, &p, threads_run, "socketpair/threads/1cpu");
+	p.test = IO_ALONE_SYSCALLS;
+	xf_bench_plan_add(plan, &p, alone_run, "socketpair/syscalls-alone/1cpu");
+	p.test = IO_ALONE_URING;
+	row = xf_bench_plan_add(plan, &p, alone_run, "socketpair/uring-alone/1cpu");
+	if (row && no_uring)
+		snprintf(row->skip, sizeof(row->skip), "%s", no_uring);
+	p.test = IO_THREADS;
 	if (many_params(o, &p))
 		xf_bench_plan_add(plan, &p, threads_run, "socketpairs-%d/threads/2cpu", MANY_PAIRS);
 	return 0;
