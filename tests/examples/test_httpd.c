@@ -31,7 +31,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,22 +67,8 @@ static void start_server(const char *workers, const char *slice)
 			"--header-timeout-ms",
 			"1000",
 			NULL};
-	posix_spawn_file_actions_t fa;
-	char line[128];
-	int out[2];
-	FILE *f;
 
-	CHECK(pipe(out) == 0);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_addclose(&fa, out[0]);
-	CHECK(posix_spawn(&server, server_path, &fa, NULL, args, environ) == 0);
-	posix_spawn_file_actions_destroy(&fa);
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	if (!f || !fgets(line, sizeof(line), f) || sscanf(line, "listening on 127.0.0.1:%d", &port) != 1)
-		xf_test_fail("the server's first line is not \"listening on 127.0.0.1:PORT\"");
-	fclose(f);
+	server = xf_test_start_server(args, &port, NULL);
 }
 
 static int open_fds(pid_t pid)

@@ -10,7 +10,6 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +21,6 @@
 
 #define CLIENTS 16
 
-extern char **environ;
 static int port;
 
 struct conn {
@@ -103,26 +101,15 @@ static void *client(void *arg)
 int main(int argc, char **argv)
 {
 	char *args[] = {argv[1], "0", NULL};
-	posix_spawn_file_actions_t fa;
 	pthread_t t[CLIENTS];
-	char line[128];
 	pid_t server;
-	int out[2], status;
+	int status;
 	FILE *f;
 
 	if (argc != 2)
 		xf_test_fail("usage: test_kv PATH-TO-example_kv");
 	alarm(100);
-	CHECK(pipe(out) == 0);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_addclose(&fa, out[0]);
-	CHECK(posix_spawn(&server, argv[1], &fa, NULL, args, environ) == 0);
-	posix_spawn_file_actions_destroy(&fa);
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	if (!f || !fgets(line, sizeof(line), f) || sscanf(line, "listening on 127.0.0.1:%d", &port) != 1)
-		xf_test_fail("the server's first line is not \"listening on 127.0.0.1:PORT\"");
+	server = xf_test_start_server(args, &port, &f);
 	for (int i = 0; i < CLIENTS; i++)
 		CHECK(pthread_create(&t[i], NULL, client, (void *)(intptr_t)i) == 0);
 	for (int i = 0; i < CLIENTS; i++)

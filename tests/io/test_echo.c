@@ -11,7 +11,6 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,26 +70,15 @@ static void *client(void *arg)
 
 int main(int argc, char **argv)
 {
-	char *args[] = {argc > 1 ? argv[1] : "", NULL}, line[128];
-	posix_spawn_file_actions_t fa;
+	char *args[] = {argc > 1 ? argv[1] : "", NULL};
 	pthread_t t[CLIENTS];
-	int out[2], status;
+	int status;
 	pid_t pid;
 	FILE *f;
 
 	if (argc != 2)
 		xf_test_fail("usage: io_test_echo PATH-TO-example_echo");
-	CHECK(pipe(out) == 0);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_addclose(&fa, out[0]);
-	CHECK_ERR(posix_spawn(&pid, argv[1], &fa, NULL, args, environ), 0);
-	posix_spawn_file_actions_destroy(&fa);
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	CHECK(f && fgets(line, sizeof(line), f));
-	if (sscanf(line, "listening on 127.0.0.1:%d", &port) != 1 || port <= 0)
-		xf_test_fail("the server said: %s", line);
+	pid = xf_test_start_server(args, &port, &f);
 	for (uintptr_t i = 0; i < CLIENTS; i++)
 		CHECK(pthread_create(&t[i], NULL, client, (void *)(i + 1)) == 0);
 	for (int i = 0; i < CLIENTS; i++)

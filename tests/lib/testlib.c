@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -100,10 +102,9 @@ bool xf_test_xinuse_tracks_init(void)
 	return !(lo & ymm);
 }
 
-int xf_test_run_child(void (*fn)(void), char *out, size_t size)
+/* A pipe, then fork(): the child's pid, or 0 in the child. */
+static pid_t fork_piped(int pipefd[2])
 {
-	int pipefd[2], status;
-	size_t used = 0;
 	pid_t pid;
 
 	if (pipe(pipefd))
@@ -111,6 +112,16 @@ int xf_test_run_child(void (*fn)(void), char *out, size_t size)
 	pid = fork();
 	if (pid < 0)
 		xf_test_fail("fork failed");
+	return pid;
+}
+
+int xf_test_run_child(void (*fn)(void), char *out, size_t size)
+{
+	int pipefd[2], status;
+	size_t used = 0;
+	pid_t pid;
+
+	pid = fork_piped(pipefd);
 	if (pid == 0) {
 		dup2(pipefd[1], STDERR_FILENO);
 		fn();
@@ -133,4 +144,35 @@ int xf_test_run_child(void (*fn)(void), char *out, size_t size)
 	close(pipefd[0]);
 	waitpid(pid, &status, 0);
 	return status;
+}
+
+int xf_test_start_server(char *const argv[], int *port, FILE **out)
+{
+	const pid_t parent = getpid();
+	char line[128];
+	int pipefd[2];
+	pid_t pid;
+	FILE *f;
+
+	pid = fork_piped(pipefd);
+	if (pid == 0) {
+		/* The parent may have died before the death signal was set. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(127);
+		dup2(pipefd[1], STDOUT_FILENO);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	f = fdopen(pipefd[0], "r");
+	if (!f || !fgets(line, sizeof(line), f) ||
+	    sscanf(line, "listening on 127.0.0.1:%d", port) != 1 || *port <= 0)
+		xf_test_fail("%s's first line is not \"listening on 127.0.0.1:PORT\"", argv[0]);
+	if (out)
+		*out = f;
+	else
+		fclose(f);
+	return pid;
 }

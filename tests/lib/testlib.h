@@ -54,4 +54,11 @@ bool xf_test_xinuse_tracks_init(void);
  * bytes, NUL-terminated); returns the child's wait status. */
 int xf_test_run_child(void (*fn)(void), char *out, size_t size);
 
+/* Starts the server argv[0] with argv, which says "listening on
+ * 127.0.0.1:PORT" as its first line: its pid, and *port.  The server
+ * dies with the calling thread (PR_SET_PDEATHSIG), so a test that ctest
+ * kills at its deadline leaves no server behind.  *out, if not NULL, gets
+ * the rest of the server's stdout; else it is closed. */
+int xf_test_start_server(char *const argv[], int *port, FILE **out);
+
 #endif
