@@ -71,6 +71,25 @@
 #define WAIT_SLEEP_MAX_NS  (1000 * 1000)
 #define WAIT_SERIES_GAP_NS (1000 * 1000) /* a round after this long starts anew */
 
+/* A timed wait's yield.  While the others run, its deadline is one of
+ * the worker's timers, which the fiber's own wait does not hold: a due
+ * timer ends a CPU-bound fiber's slice a quarter into it (the ticker's
+ * timer_wakes), so the wait times out then, as a sleep would, not at the
+ * slice's end (std::condition_variable::wait_for(2 ms) took 200 ms beside a
+ * CPU-bound fiber at 200 ms slices; cxx.timed_beside_spinner).  The timer
+ * finds no wait to claim when it fires, and goes before the fiber's next
+ * wait could be claimed by it. */
+static void yield_until(struct xf_fiber *f, uint64_t deadline_ns)
+{
+	if (!deadline_ns) {
+		xf_yield();
+		return;
+	}
+	xf__timer_arm(xf__this_worker(), f, deadline_ns);
+	xf_yield();
+	xf__timer_cancel(f);
+}
+
 /* One round of a wait as a fiber (pthread_wait.h): a yield, or after
  * WAIT_YIELDS rounds without progress, or with nobody else ready, a sleep
  * doubling from WAIT_SLEEP_MIN_NS to WAIT_SLEEP_MAX_NS. */
@@ -83,7 +102,7 @@ int xf__lock_wait_round(struct xf_fiber *f, uint64_t deadline_ns)
 	if (now - f->poll_last_ns > WAIT_SERIES_GAP_NS)
 		f->polls = 0;
 	if (f->polls < WAIT_YIELDS && others_ready()) {
-		xf_yield();
+		yield_until(f, deadline_ns);
 	} else {
 		unsigned doublings = f->polls < WAIT_YIELDS ? 0 : (f->polls - WAIT_YIELDS) / 4;
 

@@ -15,6 +15,12 @@
 //              rwlock
 //   condvar    a std::condition_variable hand-off between pinned fibers on
 //              worker 0, the waiter timing out now and then
+//   timed_beside_spinner  (run at 200 ms slices, one worker) timed
+//              waits that nobody ends - std::condition_variable::wait_for,
+//              std::timed_mutex::try_lock_for, sem_timedwait - beside a
+//              CPU-bound fiber: each returns after about a quarter slice
+//              (50 ms), as a sleep does, not when the spinner's slice
+//              ends (~200 ms): the bound is 120 ms
 //   rethrow    `throw;` and std::current_exception in catch blocks that
 //              yield, sleep, are preempted and (unpinned) migrate, with
 //              other fibers throwing their own exceptions meanwhile
@@ -41,11 +47,6 @@
 #include <atomic>
 #include <barrier>
 #include <cerrno>
-#include <future>
-#include <latch>
-#include <semaphore>
-#include <shared_mutex>
-#include <threads.h>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -53,14 +54,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <future>
+#include <latch>
 #include <mutex>
 #include <pthread.h>
+#include <semaphore.h>
+#include <semaphore>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
-#include <vector>
-#include <time.h>
 #include <sys/wait.h>
+#include <threads.h>
+#include <time.h>
 #include <unistd.h>
+#include <vector>
 
 #include "xfiber.h"
 
@@ -325,6 +332,65 @@ void test_condvar()
 	    },
 	    true);
 	CHECK(cv_turn == 2 * rounds);
+}
+
+// --- timed waits beside a CPU-bound fiber ---
+
+const uint64_t timed_wait_late_max_ns = 120000000;
+
+void test_timed_beside_spinner()
+{
+	static std::atomic<bool> stop;
+	static uint64_t worst;
+	stop = false;
+	worst = 0;
+	run_fibers(
+	    2,
+	    [](int me) {
+		    if (me == 1) {
+			    while (!stop)
+				    ;
+			    return;
+		    }
+		    std::mutex m;
+		    std::condition_variable c;
+		    std::timed_mutex held;
+		    sem_t sem;
+		    CHECK(sem_init(&sem, 0, 0) == 0);
+		    CHECK(held.try_lock());
+		    xf_yield(); // the spinner runs from now on
+		    for (int i = 0; i < 3; i++) {
+			    uint64_t t0 = now_ns();
+			    std::unique_lock<std::mutex> lk(m);
+			    while (c.wait_for(lk, std::chrono::milliseconds(2)) !=
+				   std::cv_status::timeout)
+				    ;
+			    lk.unlock();
+			    uint64_t t1 = now_ns();
+			    CHECK(!held.try_lock_for(std::chrono::milliseconds(2)));
+			    uint64_t t2 = now_ns();
+			    timespec abs;
+			    clock_gettime(CLOCK_REALTIME, &abs);
+			    abs.tv_nsec += 2000000;
+			    if (abs.tv_nsec >= 1000000000) {
+				    abs.tv_sec++;
+				    abs.tv_nsec -= 1000000000;
+			    }
+			    CHECK(sem_timedwait(&sem, &abs) == -1 && errno == ETIMEDOUT);
+			    uint64_t t3 = now_ns();
+			    for (uint64_t d : {t1 - t0, t2 - t1, t3 - t2})
+				    worst = d > worst ? d : worst;
+		    }
+		    held.unlock();
+		    sem_destroy(&sem);
+		    stop = true;
+	    },
+	    true);
+	std::printf("timed_beside_spinner: 2 ms waits beside a CPU-bound fiber, the longest "
+		    "%.1f ms\n",
+		    double(worst) / 1e6);
+	if (worst > timed_wait_late_max_ns)
+		fail("a 2 ms timed wait lasted until the spinner's slice ended");
 }
 
 // --- exceptions ---
@@ -627,11 +693,21 @@ struct Case {
 	const char *name;
 	void (*run)();
 } cases[] = {
-    {"once", test_once},       {"guard", test_guard},     {"call_once", test_call_once}, {"once_throw", test_once_throw},
-    {"mutex", test_mutex},     {"pmutex", test_pmutex},   {"condvar", test_condvar},
-    {"rethrow", test_rethrow}, {"uncaught", test_uncaught},   {"escape", test_escape},
-    {"owned", test_owned},     {"waits", test_waits},         {"c11", test_c11},
+    {"once", test_once},
+    {"guard", test_guard},
+    {"call_once", test_call_once},
+    {"once_throw", test_once_throw},
+    {"mutex", test_mutex},
+    {"pmutex", test_pmutex},
+    {"condvar", test_condvar},
+    {"rethrow", test_rethrow},
+    {"uncaught", test_uncaught},
+    {"escape", test_escape},
+    {"owned", test_owned},
+    {"waits", test_waits},
+    {"c11", test_c11},
     {"stdio", test_stdio},
+    {"timed_beside_spinner", test_timed_beside_spinner},
 };
 
 void on_alarm(int)
