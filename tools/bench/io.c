@@ -7,7 +7,9 @@
  *                            socket pair: ns per round trip
  *   socketpair/fiber/1cpu    the same between two fibers on one worker with
  *                            xf_read/xf_write, in rounds interleaved with the
- *                            threads' (x_threads: how many times faster)
+ *                            threads' (x_threads: how many times faster), and
+ *                            the worker's system calls per round trip,
+ *                            counted by the kernel (syscalls_per_trip)
  *   socketpairs-64/...       64 such connections at once, on two CPUs: ns
  *                            per round trip of them all (a server's load)
  *   unix/go/1cpu             two goroutines doing it over net.Conns
@@ -22,7 +24,8 @@
  *                            non-blocking send and recv (the four system
  *                            calls a round trip cannot do without), or one
  *                            io_uring_enter per message with rings made as
- *                            the engine's; interleaved with the threads'
+ *                            the engine's; interleaved with the threads',
+ *                            their system calls counted as the fibers'
  *   idle-10k/1cpu            10,000 fibers each waiting on a connection:
  *                            ns per connection to wake them all, and the
  *                            bytes each costs beyond its fiber (RSS), with
@@ -47,6 +50,7 @@
 #include "bench/bench.h"
 #include "bench/fiber.h"
 #include "bench/go.h"
+#include "bench/syscount.h"
 #include "bench/task.h"
 #include "common/tsc.h"
 
@@ -70,13 +74,35 @@ enum {
 
 /* --- ping-pongs: pairs of kernel threads or of fibers --- */
 
+/* A timed stretch: its ends, and the system calls counted between them if
+ * calls is not NULL. */
+struct stretch {
+	const struct xf_syscount *calls;
+	uint64_t calls0, calls1;
+	double t0, t1;
+};
+
+static void stretch_begin(struct stretch *st)
+{
+	if (st->calls)
+		st->calls0 = xf_syscount_read(st->calls);
+	st->t0 = xf_bench_now_ns();
+}
+
+static void stretch_end(struct stretch *st)
+{
+	st->t1 = xf_bench_now_ns();
+	if (st->calls)
+		st->calls1 = xf_syscount_read(st->calls);
+}
+
 /* One connection: a pinger on fds[0] and an echo on fds[1]. */
 struct pair {
 	int fds[2];
 	uint64_t n;	/* timed round trips, */
 	uint64_t warm_n; /* after these untimed ones (WARM, or WARM_MANY each of many) */
 	bool fibers; /* xf_read/xf_write, else read/write */
-	double t0, t1;
+	struct stretch timed; /* t0 0: not started */
 	int err;
 	atomic_uint *warm; /* pingers not yet warm: the timing starts at 0 */
 };
@@ -101,7 +127,7 @@ static bool trip(const struct pair *pp, int fd, bool ping)
 /* A pinger that is warm, or will never be (it failed): counted once. */
 static void pinger_warm(struct pair *pp)
 {
-	if (!pp->t0)
+	if (!pp->timed.t0)
 		atomic_fetch_sub(pp->warm, 1);
 }
 
@@ -115,7 +141,7 @@ static int pinger(void *arg)
 			pinger_warm(pp);
 			while (atomic_load(pp->warm))
 				pp->fibers ? xf_yield() : sched_yield();
-			pp->t0 = xf_bench_now_ns();
+			stretch_begin(&pp->timed);
 		}
 		if (!trip(pp, pp->fds[0], true)) {
 			pp->err = errno ? errno : EIO;
@@ -124,7 +150,7 @@ static int pinger(void *arg)
 			return 1;
 		}
 	}
-	pp->t1 = xf_bench_now_ns();
+	stretch_end(&pp->timed);
 	return 0;
 }
 
@@ -221,9 +247,11 @@ static int run_fibers(const struct xf_bench_params *p, struct pair *pairs, unsig
 
 /* ns per round trip over all npairs connections, n timed round trips on
  * each: from the first pinger's start to the last one's end.  <= 0 on
- * failure, with the reason in s->note. */
+ * failure, with the reason in s->note.  With calls (one connection), also
+ * the system calls counted there per round trip in *calls_per_trip. */
 static double pairs_trip_ns(const struct xf_bench_params *p, bool fibers, unsigned npairs,
-			    uint64_t n, struct xf_bench_sample *s)
+			    uint64_t n, const struct xf_syscount *calls, double *calls_per_trip,
+			    struct xf_bench_sample *s)
 {
 	struct pair *pairs = calloc(npairs, sizeof(*pairs));
 	atomic_uint warm = npairs;
@@ -235,7 +263,8 @@ static double pairs_trip_ns(const struct xf_bench_params *p, bool fibers, unsign
 		pairs[made] = (struct pair){.n = n,
 					    .warm_n = npairs > 1 ? WARM_MANY : WARM,
 					    .fibers = fibers,
-					    .warm = &warm};
+					    .warm = &warm,
+					    .timed.calls = npairs == 1 ? calls : NULL};
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[made].fds))
 			err = errno;
 	}
@@ -244,15 +273,18 @@ static double pairs_trip_ns(const struct xf_bench_params *p, bool fibers, unsign
 	for (unsigned i = 0; i < made; i++) {
 		if (!err && pairs[i].err)
 			err = pairs[i].err;
-		if (!i || pairs[i].t0 < t0)
-			t0 = pairs[i].t0;
-		if (pairs[i].t1 > t1)
-			t1 = pairs[i].t1;
+		if (!i || pairs[i].timed.t0 < t0)
+			t0 = pairs[i].timed.t0;
+		if (pairs[i].timed.t1 > t1)
+			t1 = pairs[i].timed.t1;
 		if (pairs[i].fds[0] >= 0) {
 			close(pairs[i].fds[0]);
 			close(pairs[i].fds[1]);
 		}
 	}
+	if (!err && calls && npairs == 1)
+		*calls_per_trip =
+		    (double)(pairs[0].timed.calls1 - pairs[0].timed.calls0) / (double)n;
 	free(pairs);
 	if (err) {
 		snprintf(s->note, sizeof(s->note), "the %s' ping-pong failed: %s",
@@ -274,7 +306,7 @@ static void where(const struct xf_bench_params *p, char *buf, size_t size)
 static int threads_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
 	const uint64_t n = iters / p->groups + 1;
-	double ns = pairs_trip_ns(p, false, p->groups, n, s);
+	double ns = pairs_trip_ns(p, false, p->groups, n, NULL, NULL, s);
 	char at[40];
 
 	if (ns <= 0)
@@ -314,37 +346,62 @@ static void against_threads(const struct xf_bench_params *p, double mine[ROUNDS]
 	xf_bench_sample_extra(s, "x_threads", x);
 }
 
-/* Fibers and threads in interleaved rounds; the median round's ratio. */
+/* The median round's system calls per round trip, in the row's extras
+ * and as "<what>N system calls a round trip" in how. */
+static void put_calls(struct xf_bench_sample *s, double calls[ROUNDS], const char *what, char *how,
+		      size_t how_size)
+{
+	double median = xf_median(calls, ROUNDS);
+
+	snprintf(how, how_size, "%s%.2f system calls a round trip", what, median);
+	xf_bench_sample_extra(s, "syscalls_per_trip", median);
+}
+
+/* Fibers and threads in interleaved rounds; the median round's ratio, and
+ * with one connection the system calls of the thread the fibers run on
+ * (the worker: the ticker's are not counted), per round trip. */
 static int fibers_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
-	double fib[ROUNDS], thr[ROUNDS];
+	double fib[ROUNDS], thr[ROUNDS], calls[ROUNDS];
 	const uint64_t n = iters / ROUNDS / p->groups + 1;
+	struct xf_syscount sc;
+	char how[64] = "";
+	bool counted = p->groups == 1 && !xf_syscount_start(&sc, getpid(), how, sizeof(how));
+	int err = 0;
 
-	for (int i = 0; i < ROUNDS; i++) {
-		fib[i] = pairs_trip_ns(p, true, p->groups, n, s);
-		thr[i] = pairs_trip_ns(p, false, p->groups, n, s);
+	for (int i = 0; !err && i < ROUNDS; i++) {
+		fib[i] = pairs_trip_ns(p, true, p->groups, n, counted ? &sc : NULL, &calls[i], s);
+		thr[i] = pairs_trip_ns(p, false, p->groups, n, NULL, NULL, s);
 		if (fib[i] <= 0 || thr[i] <= 0)
-			return EIO;
+			err = EIO;
 	}
-	against_threads(p, fib, thr, n, "", s);
+	if (counted)
+		xf_syscount_stop(&sc);
+	if (err)
+		return err;
+	how[0] = 0;
+	if (counted)
+		put_calls(s, calls, "", how, sizeof(how));
+	against_threads(p, fib, thr, n, how, s);
 	return 0;
 }
 
 /* --- the floors: one thread, no fibers, nothing waits --- */
 
-/* n round trips of one byte by one thread, each receive finding its byte:
- * ns per round trip. */
-static double alone_syscalls_ns(const int sv[2], uint64_t n)
+/* n round trips of one byte by one thread, each receive finding its byte,
+ * timed in *st; false on failure. */
+static bool alone_syscalls(const int sv[2], uint64_t n, struct stretch *st)
 {
 	char c = 'x';
-	double t0 = xf_bench_now_ns();
 
+	stretch_begin(st);
 	for (uint64_t i = 0; i < n; i++)
 		if (send(sv[0], &c, 1, MSG_DONTWAIT) != 1 ||
 		    recv(sv[1], &c, 1, MSG_DONTWAIT) != 1 ||
 		    send(sv[1], &c, 1, MSG_DONTWAIT) != 1 || recv(sv[0], &c, 1, MSG_DONTWAIT) != 1)
-			return -1;
-	return (xf_bench_now_ns() - t0) / (double)n;
+			return false;
+	stretch_end(st);
+	return true;
 }
 
 #ifdef XF_BENCH_HAVE_IO_URING
@@ -353,7 +410,7 @@ static double alone_syscalls_ns(const int sv[2], uint64_t n)
  * io_uring_enter, which waits for the peer's receive, queued the half
  * before, to complete.  The ring as the engine's (io/ring.c): one issuer,
  * deferred completion work, or cooperative before Linux 6.1. */
-static double alone_uring_ns(const int sv[2], uint64_t n)
+static bool alone_uring(const int sv[2], uint64_t n, struct stretch *st)
 {
 	struct io_uring_params prm = {.flags = IORING_SETUP_SINGLE_ISSUER |
 					       IORING_SETUP_DEFER_TASKRUN |
@@ -361,7 +418,7 @@ static double alone_uring_ns(const int sv[2], uint64_t n)
 	struct io_uring ring;
 	struct io_uring_sqe *sqe;
 	char buf[2];
-	double t0, ns = -1;
+	bool ok = false;
 	int rc = io_uring_queue_init_params(8, &ring, &prm);
 
 	if (rc == -EINVAL) {
@@ -370,12 +427,12 @@ static double alone_uring_ns(const int sv[2], uint64_t n)
 		rc = io_uring_queue_init_params(8, &ring, &prm);
 	}
 	if (rc < 0)
-		return -1;
+		return false;
 	/* user_data: 1 + the side whose receive it is; 0 a send. */
 	sqe = io_uring_get_sqe(&ring);
 	io_uring_prep_recv(sqe, sv[1], &buf[1], 1, 0);
 	io_uring_sqe_set_data64(sqe, 2);
-	t0 = xf_bench_now_ns();
+	stretch_begin(st);
 	for (uint64_t i = 0; i < 2 * n; i++) {
 		const int from = i & 1, to = !from;
 		bool arrived = false;
@@ -402,57 +459,71 @@ static double alone_uring_ns(const int sv[2], uint64_t n)
 			io_uring_cq_advance(&ring, seen);
 		}
 	}
-	ns = (xf_bench_now_ns() - t0) / (double)n;
+	stretch_end(st);
+	ok = true;
 out:
 	io_uring_queue_exit(&ring); /* cancels the last receive */
-	return ns;
+	return ok;
 }
 #endif
 
-/* One floor's ns per round trip on a fresh socket pair, <= 0 on failure. */
-static double alone_trip_ns(int test, uint64_t n)
+/* One floor's ns per round trip on a fresh socket pair, <= 0 on failure;
+ * with calls, the system calls per round trip in *calls_per_trip. */
+static double alone_trip_ns(int test, uint64_t n, const struct xf_syscount *calls,
+			    double *calls_per_trip)
 {
+	struct stretch st = {.calls = calls};
+	bool ok = false;
 	int sv[2];
-	double ns = -1;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return -1;
 	if (test == IO_ALONE_SYSCALLS)
-		ns = alone_syscalls_ns(sv, n);
+		ok = alone_syscalls(sv, n, &st);
 #ifdef XF_BENCH_HAVE_IO_URING
 	else
-		ns = alone_uring_ns(sv, n);
+		ok = alone_uring(sv, n, &st);
 #endif
 	close(sv[0]);
 	close(sv[1]);
-	return ns;
+	if (!ok)
+		return -1;
+	if (calls)
+		*calls_per_trip = (double)(st.calls1 - st.calls0) / (double)n;
+	return (st.t1 - st.t0) / (double)n;
 }
 
 /* A floor and the threads in interleaved rounds, on the row's CPU. */
 static int alone_run(const struct xf_bench_params *p, uint64_t iters, struct xf_bench_sample *s)
 {
-	double one[ROUNDS], thr[ROUNDS];
+	double one[ROUNDS], thr[ROUNDS], calls[ROUNDS];
 	const uint64_t n = iters / ROUNDS + 1;
+	struct xf_syscount sc;
+	char how[80] = "";
+	bool counted = !xf_syscount_start(&sc, getpid(), how, sizeof(how));
 	cpu_set_t saved;
 	int err = 0;
 
 	pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
 	xf_bench_pin(p->cpu, 1);
 	for (int i = 0; !err && i < ROUNDS; i++) {
-		one[i] = alone_trip_ns(p->test, n);
-		thr[i] = pairs_trip_ns(p, false, 1, n, s);
+		one[i] = alone_trip_ns(p->test, n, counted ? &sc : NULL, &calls[i]);
+		thr[i] = pairs_trip_ns(p, false, 1, n, NULL, NULL, s);
 		if (one[i] <= 0)
 			snprintf(s->note, sizeof(s->note), "the one thread's round trips failed");
 		if (one[i] <= 0 || thr[i] <= 0)
 			err = EIO;
 	}
 	pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+	if (counted)
+		xf_syscount_stop(&sc);
 	if (err)
 		return err;
-	against_threads(p, one, thr, n,
-			p->test == IO_ALONE_SYSCALLS ? "one thread, 4 non-blocking system calls"
-						     : "one thread, 2 io_uring_enter",
-			s);
+	if (counted)
+		put_calls(s, calls, "one thread, ", how, sizeof(how));
+	else
+		snprintf(how, sizeof(how), "one thread (system calls not counted)");
+	against_threads(p, one, thr, n, how, s);
 	return 0;
 }
 
@@ -468,7 +539,7 @@ static int go_run(const struct xf_bench_params *p, uint64_t iters, struct xf_ben
 	s->value = go;
 	s->elapsed_ns = ns;
 	/* xfiber's equivalent right after, so the ratio is side by side. */
-	fiber = pairs_trip_ns(p, true, 1, trips, s);
+	fiber = pairs_trip_ns(p, true, 1, trips, NULL, NULL, s);
 	if (fiber <= 0)
 		return EIO;
 	snprintf(s->note, sizeof(s->note),
