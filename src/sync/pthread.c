@@ -97,6 +97,8 @@ int xf__lock_wait_round(struct xf_fiber *f, uint64_t deadline_ns)
 {
 	uint64_t now = xf__now_ns(), ns;
 
+	if (deadline_ns == XF_DEADLINE_INVALID)
+		return EINVAL;
 	if (deadline_ns && now >= deadline_ns)
 		return ETIMEDOUT;
 	if (now - f->poll_last_ns > WAIT_SERIES_GAP_NS)
@@ -118,18 +120,29 @@ int xf__lock_wait_round(struct xf_fiber *f, uint64_t deadline_ns)
 	return 0;
 }
 
-/* CLOCK_MONOTONIC deadline for an absolute time on clock c (0: none). */
+/* CLOCK_MONOTONIC deadline for an absolute time on clock c (pthread_wait.h).
+ * Far ones saturate to none: a year-2500 deadline computed in 64-bit
+ * nanoseconds overflowed, and the wait timed out at once. */
 uint64_t xf__lock_deadline_of(clockid_t c, const struct timespec *abstime)
 {
+	const int64_t sec_max = INT64_MAX / 1000000000 - 1;
 	struct timespec now;
-	int64_t left;
+	int64_t sec, left;
+	uint64_t mono;
 
 	if (!abstime)
 		return 0;
+	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000)
+		return XF_DEADLINE_INVALID;
 	clock_gettime(c, &now);
-	left = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 +
-	       (abstime->tv_nsec - now.tv_nsec);
-	return xf__now_ns() + (uint64_t)(left > 0 ? left : 1);
+	if (__builtin_sub_overflow((int64_t)abstime->tv_sec, (int64_t)now.tv_sec, &sec) ||
+	    sec < -sec_max)
+		return xf__now_ns() + 1; /* long past */
+	if (sec > sec_max)
+		return 0;
+	left = sec * 1000000000 + (abstime->tv_nsec - now.tv_nsec);
+	mono = xf__now_ns() + (uint64_t)(left > 0 ? left : 1);
+	return mono < XF_DEADLINE_INVALID ? mono : 0;
 }
 
 /* A fiber ends: its table of thread-owned locks goes. */

@@ -254,8 +254,13 @@ static XF_ALWAYS_INLINE int cond_wait(pthread_cond_t *c, pthread_mutex_t *m,
 
 	if (!f)
 		return cond_block(c, m, how);
-	if (others_ready() || mutex_thread_owned(m))
-		return cond_wait_round(f, m, call_deadline(how));
+	if (others_ready() || mutex_thread_owned(m)) {
+		uint64_t deadline_ns = call_deadline(how);
+
+		/* Checked first, as glibc's: the mutex stays locked. */
+		return deadline_ns == XF_DEADLINE_INVALID ? EINVAL
+							  : cond_wait_round(f, m, deadline_ns);
+	}
 	return BLOCKING(f, XF_BLOCKING_AT_WAIT, cond_block(c, m, how));
 }
 
@@ -345,6 +350,8 @@ static XF_ALWAYS_INLINE int rwlock_lock(pthread_rwlock_t *rw, bool write,
 	if (!f)
 		return rwlock_block(rw, write, how);
 	deadline_ns = call_deadline(how);
+	if (deadline_ns == XF_DEADLINE_INVALID)
+		return EINVAL; /* before any try, as glibc's */
 	for (;;) {
 		if (rwlock_held_here(f, rw)) {
 			err = EBUSY;

@@ -63,13 +63,19 @@ static inline bool others_ready(void)
 	       __atomic_load_n(&w->line_waiting, __ATOMIC_RELAXED);
 }
 
+/* The deadline of an absolute time whose tv_nsec is outside [0, 1e9): the
+ * wait fails with EINVAL where it would begin, as the C library's does. */
+#define XF_DEADLINE_INVALID UINT64_MAX
+
 /* One round of a wait as a fiber: the others of this worker run (a yield),
  * or, after a run of rounds without progress or with nobody else ready,
  * this fiber sleeps a while.  ETIMEDOUT at deadline_ns (CLOCK_MONOTONIC;
- * 0 = none), else 0 (pthread.c). */
+ * 0 = none), EINVAL for XF_DEADLINE_INVALID, else 0 (pthread.c). */
 int xf__lock_wait_round(struct xf_fiber *f, uint64_t deadline_ns);
 
-/* CLOCK_MONOTONIC deadline for an absolute time on clock c (0: none). */
+/* CLOCK_MONOTONIC deadline for an absolute time on clock c: 0 for none (a
+ * NULL time, or one too far away for 64-bit nanoseconds, ~292 years),
+ * XF_DEADLINE_INVALID for a tv_nsec out of range. */
 uint64_t xf__lock_deadline_of(clockid_t c, const struct timespec *abstime);
 
 /* --- which of an object's waits a call makes --- */

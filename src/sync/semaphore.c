@@ -50,11 +50,15 @@ static XF_ALWAYS_INLINE int sem_wait_as_fiber(sem_t *s, const struct lock_call *
 {
 	struct xf_fiber *f = xf__self_may_wait();
 	uint64_t deadline_ns;
-	int r;
+	int r, err;
 
 	if (!f)
 		return sem_block(s, how);
 	deadline_ns = call_deadline(how);
+	if (deadline_ns == XF_DEADLINE_INVALID) { /* before any try, as glibc's */
+		xf__errno_set(EINVAL);
+		return -1;
+	}
 	for (;;) {
 		if (!others_ready())
 			return sem_block_as_fiber(f, s, how);
@@ -62,8 +66,8 @@ static XF_ALWAYS_INLINE int sem_wait_as_fiber(sem_t *s, const struct lock_call *
 			progress(f);
 			return r;
 		}
-		if (xf__lock_wait_round(f, deadline_ns)) {
-			xf__errno_set(ETIMEDOUT);
+		if ((err = xf__lock_wait_round(f, deadline_ns))) {
+			xf__errno_set(err);
 			return -1;
 		}
 	}

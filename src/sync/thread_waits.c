@@ -137,6 +137,7 @@ static long futex_wait_round(struct xf_fiber *f, long *a)
 	const unsigned op = (unsigned)a[1];
 	const struct timespec *t = (const struct timespec *)a[3];
 	uint64_t deadline = 0;
+	int err;
 
 	if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != (uint32_t)a[2]) {
 		xf__errno_set(EAGAIN);
@@ -144,8 +145,9 @@ static long futex_wait_round(struct xf_fiber *f, long *a)
 	}
 	if (t && (op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET)
 		deadline = xf__lock_deadline_of(op & FUTEX_CLOCK_REALTIME ? CLOCK_REALTIME : CLOCK_MONOTONIC, t);
-	if (xf__lock_wait_round(f, deadline)) {
-		xf__errno_set(ETIMEDOUT);
+	err = xf__lock_wait_round(f, deadline);
+	if (err) { /* ETIMEDOUT, or EINVAL as the kernel's for a bad time */
+		xf__errno_set(err);
 		return -1;
 	}
 	return 0;

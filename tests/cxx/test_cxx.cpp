@@ -21,6 +21,12 @@
 //              CPU-bound fiber: each returns after about a quarter slice
 //              (50 ms), as a sleep does, not when the spinner's slice
 //              ends (~200 ms): the bound is 120 ms
+//   odd_deadlines  timed waits made as a fiber (another fiber ready)
+//              with an absolute time past 64-bit nanoseconds ({LONG_MAX,
+//              0}: it timed out at once) wait until released, and one with
+//              tv_nsec out of range fails with EINVAL, as glibc's do:
+//              pthread_cond_timedwait and _clockwait, pthread_mutex_timedlock,
+//              pthread_rwlock_timedrdlock, sem_timedwait
 //   rethrow    `throw;` and std::current_exception in catch blocks that
 //              yield, sleep, are preempted and (unpinned) migrate, with
 //              other fibers throwing their own exceptions meanwhile
@@ -48,6 +54,7 @@
 #include <barrier>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -393,6 +400,117 @@ void test_timed_beside_spinner()
 		fail("a 2 ms timed wait lasted until the spinner's slice ended");
 }
 
+// --- timed waits with odd absolute times ---
+
+enum OddKind { ODD_COND, ODD_CLOCK, ODD_MUTEX, ODD_RWLOCK, ODD_SEM, ODD_KINDS };
+const char *const odd_names[] = {"pthread_cond_timedwait", "pthread_cond_clockwait",
+				 "pthread_mutex_timedlock", "pthread_rwlock_timedrdlock",
+				 "sem_timedwait"};
+pthread_mutex_t odd_m = PTHREAD_MUTEX_INITIALIZER, odd_held = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t odd_c = PTHREAD_COND_INITIALIZER;
+pthread_rwlock_t odd_rw = PTHREAD_RWLOCK_INITIALIZER;
+sem_t odd_sem;
+std::atomic<bool> odd_released;
+
+// One wait of kind k until t: its error number (0: it got what it waited for).
+int odd_wait(int k, const timespec &t)
+{
+	int r = 0;
+	switch (k) {
+	case ODD_COND:
+	case ODD_CLOCK:
+		pthread_mutex_lock(&odd_m);
+		while (!odd_released && r == 0)
+			r = k == ODD_COND
+				? pthread_cond_timedwait(&odd_c, &odd_m, &t)
+				: pthread_cond_clockwait(&odd_c, &odd_m, CLOCK_MONOTONIC, &t);
+		pthread_mutex_unlock(&odd_m);
+		return r;
+	case ODD_MUTEX:
+		r = pthread_mutex_timedlock(&odd_held, &t);
+		if (!r)
+			pthread_mutex_unlock(&odd_held);
+		return r;
+	case ODD_RWLOCK:
+		r = pthread_rwlock_timedrdlock(&odd_rw, &t);
+		if (!r)
+			pthread_rwlock_unlock(&odd_rw);
+		return r;
+	default: return sem_timedwait(&odd_sem, &t) ? errno : 0;
+	}
+}
+
+void test_odd_deadlines()
+{
+	CHECK(sem_init(&odd_sem, 0, 0) == 0);
+	for (int k = 0; k < ODD_KINDS; k++) {
+		static int kind;
+		static std::atomic<int> result;
+		static std::atomic<bool> stop;
+		kind = k;
+		odd_released = stop = false;
+		result = -1;
+		// A plain thread holds the mutex and the rwlock until released.
+		pthread_t holder;
+		std::atomic<bool> holding{false};
+		CHECK(pthread_create(
+			  &holder, nullptr,
+			  [](void *arg) -> void * {
+				  auto *h = static_cast<std::atomic<bool> *>(arg);
+				  pthread_mutex_lock(&odd_held);
+				  pthread_rwlock_wrlock(&odd_rw);
+				  *h = true;
+				  while (!odd_released)
+					  usleep(1000);
+				  pthread_rwlock_unlock(&odd_rw);
+				  pthread_mutex_unlock(&odd_held);
+				  return nullptr;
+			  },
+			  &holding) == 0);
+		while (!holding)
+			usleep(1000);
+		run_fibers(
+		    3,
+		    [](int me) {
+			    if (me == 0) { // ready beside the waiter: its waits yield
+				    while (!stop)
+					    xf_yield();
+				    return;
+			    }
+			    if (me == 1) {
+				    timespec bad = {0, 1000000000};
+				    CHECK(odd_wait(kind, bad) == EINVAL);
+				    timespec far = {LONG_MAX, 0};
+				    result = odd_wait(kind, far);
+				    stop = true;
+				    return;
+			    }
+			    xf_sleep_ns(100000000);
+			    if (result != -1) {
+				    std::fprintf(stderr,
+						 "%s: a deadline of {LONG_MAX, 0} ended at "
+						 "once (%s)\n",
+						 odd_names[kind], std::strerror(result));
+				    fail("a far deadline timed out at once");
+			    }
+			    pthread_mutex_lock(&odd_m);
+			    odd_released = true;
+			    pthread_cond_broadcast(&odd_c);
+			    pthread_mutex_unlock(&odd_m);
+			    CHECK(sem_post(&odd_sem) == 0);
+		    },
+		    true);
+		CHECK(pthread_join(holder, nullptr) == 0);
+		if (result != 0) {
+			std::fprintf(stderr, "%s: %s\n", odd_names[k], std::strerror(result));
+			fail("a far deadline's wait did not end with what it waited for");
+		}
+		while (sem_trywait(&odd_sem) == 0)
+			;
+	}
+	sem_destroy(&odd_sem);
+}
+
 // --- exceptions ---
 
 struct Tagged : std::runtime_error {
@@ -708,6 +826,7 @@ struct Case {
     {"c11", test_c11},
     {"stdio", test_stdio},
     {"timed_beside_spinner", test_timed_beside_spinner},
+    {"odd_deadlines", test_odd_deadlines},
 };
 
 void on_alarm(int)
