@@ -207,9 +207,8 @@ static bool register_allowed(struct io_uring *ring)
 
 int xf__ring_start(void)
 {
-	int err = 0;
-
 	bool can_enable = true;
+	int err = 0;
 
 	refused_why[0] = 0;
 	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {

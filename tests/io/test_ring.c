@@ -125,12 +125,13 @@ static void test_stats(void)
 	CHECK_ERR(xf_shutdown(), 0);
 }
 
-/* io_uring_setup fails with EPERM, everything else as before. */
-static void refuse_io_uring(void)
+/* System call nr fails with EPERM from now on, everything else as before
+ * (a seccomp filter, as a container's). */
+static void refuse_syscall(unsigned nr)
 {
 	struct sock_filter f[] = {
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1),
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
@@ -149,7 +150,7 @@ static void test_fallback(void)
 	xf_stats st;
 
 	CHECK(err_file && saved >= 0);
-	refuse_io_uring();
+	refuse_syscall(__NR_io_uring_setup);
 	CHECK(dup2(fileno(err_file), STDERR_FILENO) == STDERR_FILENO);
 	err = xf_init(&cfg);
 	if (err == ENOTSUP) {
@@ -175,20 +176,6 @@ static void test_fallback(void)
 	printf("fallback: %s\n", st.io_backend_refused);
 }
 
-static void refuse_register(void)
-{
-	struct sock_filter f[] = {
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 0, 1),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
-
-	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
-	CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
-}
-
 static void *round_trips_on(void *arg)
 {
 	CHECK(xf_worker_id() == (int)(intptr_t)arg);
@@ -201,7 +188,7 @@ static void test_no_register(void)
 {
 	xf_fiber *f[2];
 
-	refuse_register();
+	refuse_syscall(__NR_io_uring_register);
 	start(2);
 	for (int w = 0; w < 2; w++) {
 		xf_attr a = XF_ATTR_INIT;
