@@ -82,9 +82,11 @@ static void test_periodic(void)
 	ran = now_ns() - t0;
 	n = atomic_load(&c.ticks);
 	printf("periodic: %d ticks in %lu ms at 4 ms\n", n, (unsigned long)(ran / MS));
-	/* On the grid: never more than the time allows; on a loaded machine
-	 * perhaps fewer (skipped), but not by far. */
-	if (n < (int)(ran / (4 * MS)) / 3 || n > (int)(ran / (4 * MS)) + 1)
+	/* On the grid: never more than the time allows.  Fewer when the worker
+	 * is late (skipped): under ASan in a parallel make check it saw 8 of a
+	 * possible 55 (its 100 ms sleep took 222 ms), so below only "it kept
+	 * firing" is asked. */
+	if (n < 3 || n > (int)(ran / (4 * MS)) + 1)
 		xf_test_fail("%d ticks of a 4 ms timer in %lu ms", n, (unsigned long)(ran / MS));
 	xf_sleep_ns(20 * MS);
 	CHECK(atomic_load(&c.ticks) == n); /* none after the stop */
