@@ -341,20 +341,6 @@ static void *ticker_main(void *arg)
 	 * long as a whole 50 us slice: ticks keep to the slice instead. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	prctl(PR_SET_NAME, "xf-ticker", 0, 0, 0); /* for top, ps -L and gdb */
-	/* Beside a worker that has just left its idle loop for a CPU-bound
-	 * fiber, Linux's fair class runs the worker first for up to a
-	 * scheduler tick (4 ms at HZ=250: the lag it saved while idle), and
-	 * the ticker's looks stop: docs/io.md.  A real-time ticker runs when
-	 * it wakes.  Only where permitted (root, CAP_SYS_NICE, RLIMIT_RTPRIO);
-	 * it never spins on a lock a worker holds (io/poller.c), or a worker
-	 * it preempted on their shared CPU could never release it. */
-	if (ticker_fifo_wanted()) {
-		struct sched_param sp = {.sched_priority = 1};
-
-		if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) {
-			/* not permitted: the fair class, and its late looks */
-		}
-	}
 	while (!atomic_load_explicit(&xf__rt.stopping, memory_order_acquire)) {
 		bool sleep_long = quiet_ticks >= XF_TICKER_QUIET_TICKS;
 		uint64_t ns = sleep_long ? XF_TICKER_LONG_SLICES * slice_ns : sleep_ns;
@@ -389,13 +375,45 @@ static void *ticker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Beside a worker that has just left its idle loop for a CPU-bound fiber,
+ * Linux's fair class runs the worker first for up to a scheduler tick
+ * (4 ms at HZ=250: the lag it saved while idle), and the ticker's looks
+ * stop: docs/io.md.  A real-time ticker runs when it wakes.  Only where
+ * permitted (root, CAP_SYS_NICE, RLIMIT_RTPRIO), else the fair class and
+ * its late looks; it never spins on a lock a worker holds (io/poller.c),
+ * or a worker it preempted on their shared CPU could never release it.
+ * Created real-time, not raised once it runs: a fair thread just created
+ * waits behind the CPU-bound fiber its creator goes on to run - the first
+ * 1 ms sleep after xf_init woke 2-5 ms late (bench fiber sleep-1ms-late).
+ */
+static int create_ticker_thread(void)
+{
+	struct sched_param sp = {.sched_priority = 1};
+	pthread_attr_t attr;
+	int err;
+
+	if (ticker_fifo_wanted() && !pthread_attr_init(&attr)) {
+		if (!pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED) &&
+		    !pthread_attr_setschedpolicy(&attr, SCHED_FIFO) &&
+		    !pthread_attr_setschedparam(&attr, &sp))
+			err = pthread_create(&ticker.thread, &attr, ticker_main, NULL);
+		else
+			err = EPERM;
+		pthread_attr_destroy(&attr);
+		if (err != EPERM)
+			return err;
+	}
+	return pthread_create(&ticker.thread, NULL, ticker_main, NULL);
+}
+
 int xf__ticker_start(void)
 {
 	int err = xf__stall_start();
 
 	if (err)
 		return err;
-	err = pthread_create(&ticker.thread, NULL, ticker_main, NULL);
+	err = create_ticker_thread();
 	if (err)
 		xf__stall_stop();
 	ticker.started = !err;
