@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,12 +160,35 @@ int xf_bench_task_wait(struct xf_bench_task *t)
 	return t->result;
 }
 
+/* The child of xf_bench_spawn, between fork and exec: async-signal-safe
+ * calls only, for the parent has threads.  An exec that fails sends its
+ * errno up err_fd (close-on-exec: nothing arrives when it succeeds). */
+static void spawn_child(char *const argv[], char *const envp[], pid_t parent, int out_fd,
+			int err_fd)
+{
+	int err;
+
+	/* Never outlive the benchmark, even one killed with SIGKILL, whose
+	 * watchdog then cannot stop us: an orphaned server spinning on a CPU
+	 * skews every later measurement. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	if (dup2(out_fd, STDOUT_FILENO) >= 0)
+		execve(argv[0], argv, envp);
+	err = errno;
+	if (write(err_fd, &err, sizeof(err)) != sizeof(err)) {
+		/* the parent sees the exit status instead */
+	}
+	_exit(127);
+}
+
 int xf_bench_spawn(char *const argv[], char *const env[], pid_t *pid, int *out_fd)
 {
-	posix_spawn_file_actions_t fa;
 	char **envp;
 	size_t n = 0, k = 0;
-	int fds[2], err;
+	int fds[2], errfds[2], err = 0;
+	pid_t parent = getpid(), child;
 
 	while (environ[n])
 		n++;
@@ -183,17 +205,36 @@ int xf_bench_spawn(char *const argv[], char *const env[], pid_t *pid, int *out_f
 		free(envp);
 		return errno;
 	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	err = posix_spawn(pid, argv[0], &fa, NULL, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
+	if (pipe2(errfds, O_CLOEXEC)) {
+		err = errno;
+		close(fds[0]);
+		close(fds[1]);
+		free(envp);
+		return err;
+	}
+	/* fork, not posix_spawn: the child needs its death signal set before
+	 * the exec.  The death signal comes when the thread that forked ends,
+	 * so each caller waits for its child on the thread that spawned it. */
+	child = fork();
+	if (child == 0)
+		spawn_child(argv, envp, parent, fds[1], errfds[1]);
+	if (child < 0)
+		err = errno;
 	free(envp);
 	close(fds[1]);
+	close(errfds[1]);
+	/* Nothing arrives unless the exec failed. */
+	while (child > 0 && read(errfds[0], &err, sizeof(err)) < 0 && errno == EINTR)
+		;
+	close(errfds[0]);
 	if (err) {
+		if (child > 0)
+			waitpid(child, NULL, 0);
 		close(fds[0]);
 		return err;
 	}
-	track(*pid);
+	track(child);
+	*pid = child;
 	*out_fd = fds[0];
 	return 0;
 }

@@ -30,7 +30,9 @@ int xf_bench_task_start(struct xf_bench_task *t, bool process, int cpu, int (*fn
 int xf_bench_task_wait(struct xf_bench_task *t);
 
 /* Runs argv[0] (with the extra environment strings env, NULL-terminated) with
- * its standard output on *out_fd.  0 or an errno value. */
+ * its standard output on *out_fd.  0 or an errno value (the exec's too).
+ * The child is killed when the calling thread ends, even by SIGKILL of the
+ * whole benchmark: wait for it on the thread that spawned it. */
 int xf_bench_spawn(char *const argv[], char *const env[], pid_t *pid, int *out_fd);
 /* Reads a spawned child's output (its *out_fd) into buf, NUL-terminated:
  * to its end, or with first_line only up to the first newline. */
