@@ -319,6 +319,23 @@ static bool ticker_fifo_wanted(void)
 	return !e || strcmp(e, "fair");
 }
 
+/* Above the workers: they inherit their class from xf_init's caller (or a
+ * forked child's first spawner), and a ticker that could not preempt them
+ * on a CPU they share would never look - nor would it run at all, queued
+ * behind a real-time caller's CPU-bound fiber until the kernel's real-time
+ * throttling (0.95 s).  Priority 1 above fair workers; one above real-time
+ * ones, up to the top (where it can only wait its turn). */
+static int ticker_priority(void)
+{
+	int policy, top = sched_get_priority_max(SCHED_FIFO);
+	struct sched_param sp;
+
+	if (pthread_getschedparam(pthread_self(), &policy, &sp) ||
+	    (policy != SCHED_FIFO && policy != SCHED_RR))
+		return 1;
+	return sp.sched_priority < top ? sp.sched_priority + 1 : top;
+}
+
 static void *ticker_main(void *arg)
 {
 	const uint64_t slice_ns = (uint64_t)xf__rt.slice_us * 1000u;
@@ -380,8 +397,9 @@ static void *ticker_main(void *arg)
  * Linux's fair class runs the worker first for up to a scheduler tick
  * (4 ms at HZ=250: the lag it saved while idle), and the ticker's looks
  * stop: docs/io.md.  A real-time ticker runs when it wakes.  Only where
- * permitted (root, CAP_SYS_NICE, RLIMIT_RTPRIO), else the fair class and
- * its late looks; it never spins on a lock a worker holds (io/poller.c),
+ * permitted (root, CAP_SYS_NICE, RLIMIT_RTPRIO; any refusal - EPERM, or
+ * EACCES from SELinux or a seccomp sandbox - leaves it a plain thread and
+ * its late looks); it never spins on a lock a worker holds (io/poller.c),
  * or a worker it preempted on their shared CPU could never release it.
  * Created real-time, not raised once it runs: a fair thread just created
  * waits behind the CPU-bound fiber its creator goes on to run - the first
@@ -389,22 +407,19 @@ static void *ticker_main(void *arg)
  */
 static int create_ticker_thread(void)
 {
-	struct sched_param sp = {.sched_priority = 1};
+	struct sched_param sp = {.sched_priority = ticker_priority()};
 	pthread_attr_t attr;
-	int err;
+	int err = EPERM;
 
 	if (ticker_fifo_wanted() && !pthread_attr_init(&attr)) {
 		if (!pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED) &&
 		    !pthread_attr_setschedpolicy(&attr, SCHED_FIFO) &&
 		    !pthread_attr_setschedparam(&attr, &sp))
 			err = pthread_create(&ticker.thread, &attr, ticker_main, NULL);
-		else
-			err = EPERM;
 		pthread_attr_destroy(&attr);
-		if (err != EPERM)
-			return err;
 	}
-	return pthread_create(&ticker.thread, NULL, ticker_main, NULL);
+	/* Inheriting the creator's class, as the workers do. */
+	return err ? pthread_create(&ticker.thread, NULL, ticker_main, NULL) : 0;
 }
 
 int xf__ticker_start(void)
