@@ -84,6 +84,17 @@ int xf_bench_pin(const int *cpus, int n)
 	return sched_setaffinity(0, sizeof(set), &set) ? errno : 0;
 }
 
+/* In a child just forked from parent: never outlive the benchmark, even one
+ * killed with SIGKILL, whose watchdog then cannot stop us - an orphaned
+ * server spinning on a CPU skewed every later measurement.  Exits with
+ * status if the parent is gone already. */
+static void die_with_benchmark(pid_t parent, int status)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(status);
+}
+
 static void *thread_main(void *arg)
 {
 	struct xf_bench_task *t = arg;
@@ -114,10 +125,7 @@ int xf_bench_task_start(struct xf_bench_task *t, bool process, int cpu, int (*fn
 		if (pid < 0)
 			return errno;
 		if (pid == 0) {
-			/* Never outlive the benchmark, whatever happens to it. */
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			if (getppid() != parent)
-				_exit(1);
+			die_with_benchmark(parent, 1);
 			if (cpu >= 0 && xf_bench_pin(&cpu, 1))
 				_exit(1);
 			/* _exit: the parent's stdio buffers are not ours to flush. */
@@ -168,12 +176,7 @@ static void spawn_child(char *const argv[], char *const envp[], pid_t parent, in
 {
 	int err;
 
-	/* Never outlive the benchmark, even one killed with SIGKILL, whose
-	 * watchdog then cannot stop us: an orphaned server spinning on a CPU
-	 * skews every later measurement. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(127);
+	die_with_benchmark(parent, 127);
 	if (dup2(out_fd, STDOUT_FILENO) >= 0)
 		execve(argv[0], argv, envp);
 	err = errno;
