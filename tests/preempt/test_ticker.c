@@ -3,7 +3,8 @@
  * (preempt/ticker.c), counted by its own wake-ups: the voluntary context
  * switches of the thread named xf-ticker in /proc/self/task.
  *
- * usage: test_ticker idle_timers|busy_timer|deferred_timer|born_fifo|rt_caller
+ * usage: test_ticker idle_timers|busy_timer|deferred_timer|io_behind_long|
+ *                    born_fifo|rt_caller
  *   idle_timers  one worker at 100 us slices, idle, with 64 fibers asleep
  *                for seconds (a server's keep-alive connections, each with
  *                its idle timeout): the ticker takes its long sleeps.  It
@@ -28,6 +29,13 @@
  *                late).  A ticker that raised itself once it ran, in the
  *                fair class until then, often waited behind that fiber
  *                first: such sleeps woke 1.3-6.6 ms late in 7 of 8.
+ *   io_behind_long  at 200 ms slices, a fiber reading a socket beside a
+ *                CPU-bound fiber that has been preempted once (a sleeper's
+ *                timer ended its first slice): each byte a thread writes is
+ *                read within 60 ms, not when the CPU-bound fiber's slice
+ *                ends (the slowest ~100 ms after its write before): events
+ *                in the poller end the slice of a fiber that has run long
+ *                since its last wake-up.
  *   rt_caller    the same from a SCHED_FIFO 10 caller, whose class the
  *                worker inherits: the ticker is above it, or on one CPU it
  *                never ran and the sleep never woke (a 20 s alarm fails).
@@ -42,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -276,6 +285,73 @@ static int ulongcmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+#define IO_SLICE_US	200000
+#define IO_BYTES	5
+#define IO_WRITE_GAP_NS 20000000ull
+#define IO_LATE_MAX_NS	60000000ull
+
+static int io_pair[2];
+static _Atomic uint64_t io_written_ns;
+
+/* A plain thread: a byte every IO_WRITE_GAP_NS, stamped. */
+static void *io_writer(void *arg)
+{
+	struct timespec gap = {0, (long)IO_WRITE_GAP_NS};
+
+	(void)arg;
+	for (int i = 0; i < IO_BYTES; i++) {
+		nanosleep(&gap, NULL);
+		atomic_store(&io_written_ns, now_ns());
+		if (write(io_pair[1], "b", 1) != 1)
+			xf_test_fail("io_behind_long: write");
+	}
+	return NULL;
+}
+
+static void *io_reader(void *arg)
+{
+	uint64_t worst = 0;
+	pthread_t writer;
+	char b;
+
+	(void)arg;
+	CHECK(!pthread_create(&writer, NULL, io_writer, NULL));
+	for (int i = 0; i < IO_BYTES; i++) {
+		uint64_t late;
+
+		CHECK(xf_read(io_pair[0], &b, 1) == 1);
+		late = now_ns() - atomic_load(&io_written_ns);
+		worst = late > worst ? late : worst;
+	}
+	CHECK(!pthread_join(writer, NULL));
+	printf("io_behind_long: %d bytes beside a CPU-bound fiber, 200 ms slices, the slowest "
+	       "read %.2f ms after its write\n",
+	       IO_BYTES, (double)worst / 1e6);
+	if (worst > IO_LATE_MAX_NS)
+		xf_test_fail(
+		    "io_behind_long: a byte waited %.1f ms for the CPU-bound fiber's slice",
+		    (double)worst / 1e6);
+	return NULL;
+}
+
+static void io_behind_long(void)
+{
+	xf_fiber *spinner, *reader;
+
+	CHECK(!socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, io_pair));
+	atomic_store(&stop, false);
+	CHECK_ERR(xf_spawn(&spinner, spin, NULL, NULL), 0);
+	/* The timer ends the spinner's slice a quarter in: preempted once, it
+	 * has run long since its last wake-up. */
+	CHECK_ERR(xf_sleep_ns(1000000), 0);
+	CHECK_ERR(xf_spawn(&reader, io_reader, NULL, NULL), 0);
+	CHECK_ERR(xf_join(reader, NULL), 0);
+	atomic_store(&stop, true);
+	CHECK_ERR(xf_join(spinner, NULL), 0);
+	close(io_pair[0]);
+	close(io_pair[1]);
+}
+
 static void on_alarm(int sig)
 {
 	static const char msg[] = "FAIL rt_caller: a 1 ms sleep beside a spinner never woke\n";
@@ -332,16 +408,20 @@ static int born_fifo(bool rt_caller)
 
 int main(int argc, char **argv)
 {
-	bool deferred;
+	bool deferred, io;
 
 	if (argc != 2)
 		xf_test_fail(
-		    "usage: test_ticker idle_timers|busy_timer|deferred_timer|born_fifo|rt_caller");
+		    "usage: test_ticker "
+		    "idle_timers|busy_timer|deferred_timer|io_behind_long|born_fifo|rt_caller");
 	if (!strcmp(argv[1], "born_fifo") || !strcmp(argv[1], "rt_caller"))
 		return born_fifo(!strcmp(argv[1], "rt_caller"));
 	deferred = !strcmp(argv[1], "deferred_timer");
+	io = !strcmp(argv[1], "io_behind_long");
 	CHECK_ERR(xf_init(&(xf_config){.workers = 1,
-				       .slice_us = deferred ? DEFERRED_SLICE_US : SLICE_US}),
+				       .slice_us = deferred ? DEFERRED_SLICE_US
+						   : io	    ? IO_SLICE_US
+							    : SLICE_US}),
 		  0);
 	if (!strcmp(argv[1], "idle_timers"))
 		idle_timers();
@@ -349,6 +429,8 @@ int main(int argc, char **argv)
 		busy_timer();
 	else if (deferred)
 		deferred_timer();
+	else if (io)
+		io_behind_long();
 	else
 		xf_test_fail("unknown case %s", argv[1]);
 	CHECK_ERR(xf_shutdown(), 0);
