@@ -243,9 +243,10 @@ typedef struct xf_config {
 			       * By default it steps aside for the fibers just woken or spawned
 			       * that wait there - a short request's, say, behind a long one's -
 			       * as Linux runs a woken task ahead of a CPU-bound one, for at most
-			       * XF_WOKEN_FIRST_WAIT_SLICES slices, unless it holds a mutex
-			       * (docs/preemption.md).  The environment's XFIBER_ROUND_ROBIN=1
-			       * forces it */
+			       * XF_WOKEN_FIRST_WAIT_SLICES slices, unless it holds a mutex,
+			       * and once preempted it loses the rest of a slice when events
+			       * arrive (docs/preemption.md).  The environment's
+			       * XFIBER_ROUND_ROBIN=1 forces it */
 } xf_config;
 
 /* Bytes of stack for user frames.  The runtime adds room for one kernel

@@ -192,7 +192,9 @@ static bool timer_wakes(struct xf__worker *w, uint64_t now, uint64_t slice_ns, u
  */
 static bool io_wakes(const struct xf_fiber *cur)
 {
-	return io_ready && __atomic_load_n(&cur->ran_long, __ATOMIC_RELAXED);
+	/* Not with xf_config.round_robin: there slices stay whole, the order
+	 * before woken fibers went first (sched/schedule.c). */
+	return io_ready && !xf__rt.round_robin && __atomic_load_n(&cur->ran_long, __ATOMIC_RELAXED);
 }
 
 /* Looks at every worker once; returns whether any has something waiting
