@@ -33,9 +33,10 @@
  * 253 ns per round trip against 105 ns).
  *
  * It also balances busy workers, as the kernel's periodic load balancer
- * does: when one worker's queue is longer than another's by two or more,
- * and holds fibers that may move (runq.h), it files a steal request for the
- * shorter one.
+ * does: when one worker has two or more fibers more than another, queued
+ * and running counted (xf__worker_load), and some of its queued ones may
+ * move (runq.h), it files a steal request for the less loaded one - an idle
+ * worker before a busy one whose queue is as empty.
  * A worker asked for work while its fiber's slice goes on gets a tick that
  * only has it answer (XF_TICK_ANSWER), at once: the thief wakes the ticker
  * (xf__ticker_wake), so an idle worker is not kept waiting for the slice's
@@ -315,9 +316,9 @@ static void balance(void)
 
 	for (unsigned i = 0; i < xf__rt.nr_workers; i++) {
 		struct xf__worker *w = &xf__rt.workers[i];
-		unsigned n = atomic_load_explicit(&w->nr_queued, memory_order_relaxed);
+		unsigned n = xf__worker_load(w);
 
-		/* The longest queue that has something to give. */
+		/* The most loaded worker that has something to give. */
 		if ((n > most || !longest) && xf__runq_movable(w)) {
 			most = n;
 			longest = w;

@@ -340,7 +340,8 @@ fiber_setup(struct xf_fiber *f, void *(*fn)(void *), void *arg, const xf_attr *a
 }
 
 /* The worker a plain thread's spawn goes to: the one with the fewest fibers
- * queued, looking from a place that moves on with every such spawn. */
+ * (runq.h's load: an idle one before a busy one), looking from a place that
+ * moves on with every such spawn. */
 static int remote_home(void)
 {
 	unsigned n = xf__rt.nr_workers, start = atomic_fetch_add(&xf__rt.next_remote, 1) % n;
@@ -348,7 +349,7 @@ static int remote_home(void)
 
 	for (unsigned k = 0; k < n; k++) {
 		unsigned i = (start + k) % n;
-		unsigned q = atomic_load_explicit(&xf__rt.workers[i].nr_queued, memory_order_relaxed);
+		unsigned q = xf__worker_load(&xf__rt.workers[i]);
 
 		if (q < least) {
 			least = q;

@@ -90,6 +90,20 @@ static inline unsigned xf__runq_movable(struct xf__worker *v)
 	return queued > fixed ? queued - fixed : 0;
 }
 
+/*
+ * The fibers on v: those queued, and the one it runs (none while idle).
+ * The balancer and a plain thread's spawn compare this, not the queue
+ * alone: a busy worker with an empty queue is not as free as an idle one,
+ * and a fiber given to it waits for its running fiber's slice - 2.5 s in
+ * sched.steal.behind, at 10 s slices, where an idle worker stood by.
+ */
+static inline unsigned xf__worker_load(struct xf__worker *v)
+{
+	struct xf_fiber *cur = __atomic_load_n(&v->current, __ATOMIC_RELAXED);
+
+	return atomic_load_explicit(&v->nr_queued, memory_order_relaxed) + (cur && cur != v->idle);
+}
+
 /* Queues f, woken or new, behind everything that waits. */
 static inline void xf__runq_push(struct xf__worker *w, struct xf_fiber *f)
 {

@@ -12,15 +12,21 @@
  *            CPU-bound fiber, must be run by the idle worker, without
  *            waiting for the CPU-bound fiber's slice to end - with slices
  *            of 10 s it must start within one second
+ *   thread   workers 1 to WORKERS-2 are busy as in behind, worker 0 and the
+ *            last idle; a plain thread spawns fibers one after the other,
+ *            and each must start within one second: on an idle worker, not
+ *            in the inbox of a busy one, whose queue is as empty
  *
  * On 2 CPUs the workers share them, but which worker runs what shows the
  * logic all the same.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "testlib.h"
 #include "xfiber.h"
@@ -100,19 +106,28 @@ static void *note_start(void *arg)
 	return NULL;
 }
 
-static void test_behind(unsigned workers)
+/* Slices of 10 s: only a hand-off before the slice ends is in time.
+ * Workers 1 to WORKERS-2 get a pinned CPU-bound fiber each. */
+static void start_busy(unsigned workers, xf_fiber **busy)
 {
 	xf_attr pin = XF_ATTR_INIT;
-	xf_fiber *busy[64], *late;
-	uint64_t t0;
 
-	/* Slices of 10 s: only a hand-off before the slice ends is in time. */
 	CHECK_ERR(xf_init(&(xf_config){.workers = workers, .slice_us = 10000000}), 0);
 	pin.pinned = true;
 	for (unsigned w = 1; w + 1 < workers; w++) {
 		pin.worker = (int)w;
 		CHECK_ERR(xf_spawn(&busy[w], spin, NULL, &pin), 0);
 	}
+}
+
+static void test_behind(unsigned workers)
+{
+	xf_attr pin = XF_ATTR_INIT;
+	xf_fiber *busy[64], *late;
+	uint64_t t0;
+
+	start_busy(workers, busy);
+	pin.pinned = true;
 	pin.worker = 0;
 	CHECK_ERR(xf_spawn(&busy[0], spin, NULL, &pin), 0);
 	xf_sleep_ns(50 * 1000 * 1000); /* every busy fiber runs; the last worker idles */
@@ -134,16 +149,59 @@ static void test_behind(unsigned workers)
 	       (double)(atomic_load(&started_ns) - t0) / 1e6, atomic_load(&started_on));
 }
 
+static void *spawn_from_thread(void *arg)
+{
+	unsigned workers = *(unsigned *)arg;
+
+	for (unsigned round = 0; round < workers; round++) {
+		xf_fiber *f;
+		uint64_t t0 = now_ns();
+
+		atomic_store(&started_ns, 0);
+		CHECK_ERR(xf_spawn(&f, note_start, NULL, NULL), 0);
+		while (!atomic_load(&started_ns) && now_ns() - t0 < 1000000000ull)
+			usleep(1000);
+		if (!atomic_load(&started_ns))
+			xf_test_fail("thread, %u workers: spawn %u from a plain thread had not "
+				     "started after 1 s",
+				     workers, round + 1);
+		printf("thread, %u workers: spawn %u started after %.2f ms on worker %d\n", workers,
+		       round + 1, (double)(atomic_load(&started_ns) - t0) / 1e6,
+		       atomic_load(&started_on));
+		CHECK_ERR(xf_join(f, NULL), 0);
+	}
+	return NULL;
+}
+
+static void test_thread(unsigned workers)
+{
+	xf_fiber *busy[64];
+	pthread_t spawner;
+
+	start_busy(workers, busy);
+	xf_sleep_ns(50 * 1000 * 1000); /* every busy fiber runs */
+	CHECK_ERR(pthread_create(&spawner, NULL, spawn_from_thread, &workers), 0);
+	/* Not pthread_join: worker 0 stays free to sleep between looks. */
+	while (pthread_tryjoin_np(spawner, NULL))
+		xf_sleep_ns(1000 * 1000);
+	atomic_store(&stop, true);
+	for (unsigned w = 1; w + 1 < workers; w++)
+		CHECK_ERR(xf_join(busy[w], NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned workers = argc > 2 ? (unsigned)atoi(argv[2]) : 3;
 
 	if (argc < 3 || workers < 3 || workers > 64)
-		xf_test_fail("usage: test_steal spread|behind WORKERS (3-64)");
+		xf_test_fail("usage: test_steal spread|behind|thread WORKERS (3-64)");
 	if (!strcmp(argv[1], "spread"))
 		test_spread(workers);
 	else if (!strcmp(argv[1], "behind"))
 		test_behind(workers);
+	else if (!strcmp(argv[1], "thread"))
+		test_thread(workers);
 	else
 		xf_test_fail("unknown case %s", argv[1]);
 	return 0;
