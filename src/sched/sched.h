@@ -426,11 +426,17 @@ struct xf__worker {
 
 	/* Counters: written by the owner only, read relaxed by xf_stats_get. */
 	xf_worker_stats stats __attribute__((aligned(64)));
+	/* When the running fiber started, for the ticker to time its slice
+	 * from there (ticker.c): the TSC at the last switch from C, and the
+	 * value of stats.switches that switch made.  xf_yield's assembly
+	 * stamps nothing; a count past switch_seq says one came since. */
+	_Atomic uint64_t switch_tsc, switch_seq;
 
 	/* The ticker's view, written by the ticker only. */
 	uint64_t tick_switches; /* stats.switches when last looked at */
 	uint64_t tick_since_ns; /* when that count last changed */
 	uint64_t tick_deferred; /* stats.preemptions_deferred then */
+	bool tick_idle;		/* idle at the last look */
 	bool stall_reported;	/* since then (preempt/stall.c) */
 	/* Since then, a due timer ended the fiber's slice early: it stays ended
 	 * after the handler ran the timer, while its tick is deferred

@@ -122,6 +122,11 @@ static inline void switch_to(struct xf__worker *w, struct xf_fiber *prev, struct
 	if (unlikely(atomic_load_explicit(&xf__world_stopped, memory_order_relaxed)))
 		xf__world_wait(w);
 	XF_PROBE3(fiber__switch, prev->id, next->id, w->id);
+	/* next's start, for the ticker: its slice then ends one slice from
+	 * now, not from the ticker's next look (up to a slice later).  Before
+	 * the count the switch bumps: the ticker pairs them by it. */
+	atomic_store_explicit(&w->switch_tsc, __builtin_ia32_rdtsc(), memory_order_relaxed);
+	atomic_store_explicit(&w->switch_seq, w->stats.switches + 1, memory_order_relaxed);
 	xf__san_switch_start(prev, next, action == XF_PREV_EXIT);
 	struct xf__switched s = xf__context_switch(w, (uintptr_t)prev | action, next, mxcsr);
 	/* Back in prev, perhaps on another worker: the switch says which. */

@@ -4,7 +4,7 @@
  * switches of the thread named xf-ticker in /proc/self/task.
  *
  * usage: test_ticker idle_timers|busy_timer|deferred_timer|io_behind_long|
- *                    born_fifo|rt_caller
+ *                    born_fifo|rt_caller|from_idle
  *   idle_timers  one worker at 100 us slices, idle, with 64 fibers asleep
  *                for seconds (a server's keep-alive connections, each with
  *                its idle timeout): the ticker takes its long sleeps.  It
@@ -39,6 +39,14 @@
  *   rt_caller    the same from a SCHED_FIFO 10 caller, whose class the
  *                worker inherits: the ticker is above it, or on one CPU it
  *                never ran and the sleep never woke (a 20 s alarm fails).
+ *   from_idle    two workers at 1 ms slices; worker 1 runs two CPU-bound
+ *                fibers (the ticker looks all along), and on worker 0 a
+ *                fiber wakes from a sleep on the idle worker, queues one
+ *                behind itself and runs CPU-bound until preempted.  Its
+ *                slice counts from its switch's stamp: the median run is at
+ *                most 1.15 ms.  Counted from the first look that saw it,
+ *                up to 500 us after it began, it was 1.32-1.33 ms.  It
+ *                skips where the ticker is not real-time (born_fifo).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -260,6 +268,20 @@ static int fifo_refused(void)
 	return err;
 }
 
+/* The cases that time the ticker's looks need it real-time: a fair one
+ * waits its turn behind busy workers. */
+static void skip_unless_fifo_ticker(void)
+{
+	const char *ticker_env = getenv("XFIBER_TICKER");
+	int refused = fifo_refused();
+
+	if (refused)
+		xf_test_skip("no real-time threads here: %s", strerror(refused));
+	/* Asked for (make check-cpus's twins). */
+	if (ticker_env && !strcmp(ticker_env, "fair"))
+		xf_test_skip("XFIBER_TICKER=fair keeps the ticker out of real time");
+}
+
 #define FIRST_SLEEP_ROUNDS	5
 #define FIRST_SLEEP_LATE_MAX_NS 1500000ull
 
@@ -371,16 +393,10 @@ static void on_alarm(int sig)
 static int born_fifo(bool rt_caller)
 {
 	struct sched_param rt = {.sched_priority = 10};
-	const char *ticker_env = getenv("XFIBER_TICKER");
 	uint64_t late[FIRST_SLEEP_ROUNDS];
-	int refused = fifo_refused();
 	cpu_set_t one;
 
-	if (refused)
-		xf_test_skip("no real-time threads here: %s", strerror(refused));
-	/* Asked for (make check-cpus's twins): a fair ticker waits its turn. */
-	if (ticker_env && !strcmp(ticker_env, "fair"))
-		xf_test_skip("XFIBER_TICKER=fair keeps the ticker out of real time");
+	skip_unless_fifo_ticker();
 	if (rt_caller) {
 		signal(SIGALRM, on_alarm);
 		alarm(20);
@@ -409,6 +425,83 @@ static int born_fifo(bool rt_caller)
 	return 0;
 }
 
+#define FROM_IDLE_SLICE_US   1000
+#define FROM_IDLE_ROUNDS     101
+#define FROM_IDLE_RUN_MAX_NS 1150000ull
+
+static atomic_bool queued_ran;
+static double ns_per_tsc;
+
+static void *mark_ran(void *arg)
+{
+	atomic_store(&queued_ran, true);
+	return arg;
+}
+
+/* On idle worker 0: sleeps `arg` ns, then runs CPU-bound - the TSC, not
+ * the clock, whose C library code would defer the tick - until the fiber
+ * it queued behind itself has run; returns how long it ran before. */
+static void *run_from_idle(void *arg)
+{
+	xf_attr here = XF_ATTR_INIT;
+	xf_fiber *queued;
+	uint64_t start, last;
+
+	here.pinned = true;
+	here.worker = 0;
+	CHECK_ERR(xf_sleep_ns((uint64_t)(uintptr_t)arg), 0);
+	start = last = __builtin_ia32_rdtsc();
+	atomic_store(&queued_ran, false);
+	CHECK_ERR(xf_spawn(&queued, mark_ran, NULL, &here), 0);
+	while (!atomic_load_explicit(&queued_ran, memory_order_relaxed))
+		last = __builtin_ia32_rdtsc();
+	CHECK_ERR(xf_join(queued, NULL), 0);
+	return (void *)(uintptr_t)((double)(last - start) * ns_per_tsc);
+}
+
+static int from_idle(void)
+{
+	xf_attr pin = XF_ATTR_INIT;
+	xf_fiber *busy[2];
+	uint64_t run[FROM_IDLE_ROUNDS], t0 = now_ns(), tsc0 = __builtin_ia32_rdtsc();
+
+	skip_unless_fifo_ticker();
+	CHECK_ERR(xf_init(&(xf_config){.workers = 2, .slice_us = FROM_IDLE_SLICE_US}), 0);
+	pin.pinned = true;
+	pin.worker = 1;
+	atomic_store(&stop, false);
+	for (int i = 0; i < 2; i++)
+		CHECK_ERR(xf_spawn(&busy[i], spin, NULL, &pin), 0);
+	CHECK_ERR(xf_sleep_ns(20000000), 0);
+	ns_per_tsc = (double)(now_ns() - t0) / (double)(__builtin_ia32_rdtsc() - tsc0);
+	pin.worker = 0;
+	srand(1);
+	for (int i = 0; i < FROM_IDLE_ROUNDS; i++) {
+		/* Any phase against the ticker's looks: 200-1,200 us asleep. */
+		uintptr_t sleep = 200000 + (uintptr_t)(rand() % 1000) * 1000;
+		xf_fiber *f;
+		void *ret;
+
+		CHECK_ERR(xf_spawn(&f, run_from_idle, (void *)sleep, &pin), 0);
+		CHECK_ERR(xf_join(f, &ret), 0);
+		run[i] = (uint64_t)(uintptr_t)ret;
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i < 2; i++)
+		CHECK_ERR(xf_join(busy[i], NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	qsort(run, FROM_IDLE_ROUNDS, sizeof(run[0]), ulongcmp);
+	printf("from_idle: ran %.0f us before its first preemption by the median (%.0f-%.0f us "
+	       "for the middle half) at %d us slices\n",
+	       (double)run[FROM_IDLE_ROUNDS / 2] / 1e3, (double)run[FROM_IDLE_ROUNDS / 4] / 1e3,
+	       (double)run[3 * FROM_IDLE_ROUNDS / 4] / 1e3, FROM_IDLE_SLICE_US);
+	if (run[FROM_IDLE_ROUNDS / 2] > FROM_IDLE_RUN_MAX_NS)
+		xf_test_fail("from_idle: a fiber that ended its worker's idling ran %.0f us by the "
+			     "median before its preemption, at %d us slices",
+			     (double)run[FROM_IDLE_ROUNDS / 2] / 1e3, FROM_IDLE_SLICE_US);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	bool deferred, io;
@@ -416,9 +509,12 @@ int main(int argc, char **argv)
 	if (argc != 2)
 		xf_test_fail(
 		    "usage: test_ticker "
-		    "idle_timers|busy_timer|deferred_timer|io_behind_long|born_fifo|rt_caller");
+		    "idle_timers|busy_timer|deferred_timer|io_behind_long|born_fifo|rt_caller|"
+		    "from_idle");
 	if (!strcmp(argv[1], "born_fifo") || !strcmp(argv[1], "rt_caller"))
 		return born_fifo(!strcmp(argv[1], "rt_caller"));
+	if (!strcmp(argv[1], "from_idle"))
+		return from_idle();
 	deferred = !strcmp(argv[1], "deferred_timer");
 	io = !strcmp(argv[1], "io_behind_long");
 	CHECK_ERR(xf_init(&(xf_config){.workers = 1,
