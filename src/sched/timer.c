@@ -11,11 +11,11 @@
  * touches a fiber that has already returned from its wait.
  *
  * Due timers are run by their worker at scheduling points - when the ticker
- * has seen one due (XF_DUE_TIMERS) and at every 16th point anyway, see runq.h -
- * and in its idle loop, which also bounds its sleep by the earliest
- * deadline.  The ticker looks every half slice and sends the preemption
- * tick that brings a worker busy with one fiber to a scheduling point, so a
- * timer fires within a slice of its deadline whatever runs beside it.
+ * has seen one due (XF_DUE_TIMERS; without a ticker, at every point while
+ * timers wait) and at every 16th point anyway, see runq.h - and in its idle
+ * loop, which also bounds its sleep by the earliest deadline.  The ticker looks every half slice
+ * and sends the preemption tick that brings a worker busy with one fiber to a scheduling point, so
+ * a timer fires within a slice of its deadline whatever runs beside it.
  */
 #include <stdlib.h>
 
@@ -93,6 +93,19 @@ static void publish_first(struct xf__worker *w)
 			      memory_order_relaxed);
 }
 
+/*
+ * Without a ticker (xf_config.cooperative) nothing sets XF_DUE_TIMERS, and
+ * fibers that only yield to each other stay on xf_yield's assembly fast
+ * path, which never looks at timers: a sleeper beside them slept forever.
+ * So while timers wait there, every yield takes C's path (runq.h), which
+ * runs the due ones and sets the bit again - ~40 ns a yield, only then.
+ */
+static void send_yields_to_timers(struct xf__worker *w)
+{
+	if (!xf__rt.preempt_enabled && atomic_load_explicit(&w->timers_nr, memory_order_relaxed))
+		atomic_fetch_or_explicit(&w->due, XF_DUE_TIMERS, memory_order_relaxed);
+}
+
 void xf__timer_arm(struct xf__worker *w, struct xf_fiber *f, uint64_t deadline_ns)
 {
 	unsigned n;
@@ -120,6 +133,7 @@ void xf__timer_arm(struct xf__worker *w, struct xf_fiber *f, uint64_t deadline_n
 	sift_up(w, n);
 	publish_first(w);
 	xf__spin_unlock(&w->timer_lock);
+	send_yields_to_timers(w);
 }
 
 void xf__timer_cancel(struct xf_fiber *f)
@@ -156,6 +170,7 @@ void xf__timers_run(struct xf__worker *w)
 	}
 	publish_first(w);
 	xf__spin_unlock(&w->timer_lock);
+	send_yields_to_timers(w);
 }
 
 uint64_t xf__timers_next_deadline(struct xf__worker *w)

@@ -4,7 +4,7 @@
  * switches of the thread named xf-ticker in /proc/self/task.
  *
  * usage: test_ticker idle_timers|busy_timer|deferred_timer|io_behind_long|
- *                    born_fifo|rt_caller|from_idle
+ *                    born_fifo|rt_caller|from_idle|coop_sleep
  *   idle_timers  one worker at 100 us slices, idle, with 64 fibers asleep
  *                for seconds (a server's keep-alive connections, each with
  *                its idle timeout): the ticker takes its long sleeps.  It
@@ -47,6 +47,10 @@
  *                most 1.15 ms.  Counted from the first look that saw it,
  *                up to 500 us after it began, it was 1.32-1.33 ms.  It
  *                skips where the ticker is not real-time (born_fifo).
+ *   coop_sleep   no ticker at all (xf_config.cooperative): a 10 ms sleep
+ *                beside a fiber that only yields ends within a second.
+ *                Nothing sent such yields to the timers before: the sleep
+ *                never ended (a 20 s alarm fails it).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -379,7 +383,7 @@ static void io_behind_long(void)
 
 static void on_alarm(int sig)
 {
-	static const char msg[] = "FAIL rt_caller: a 1 ms sleep beside a spinner never woke\n";
+	static const char msg[] = "FAIL test_ticker: a sleep never woke in 20 s\n";
 
 	(void)sig;
 	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
@@ -502,6 +506,38 @@ static int from_idle(void)
 	return 0;
 }
 
+static void *yield_until_stop(void *arg)
+{
+	while (!atomic_load_explicit(&stop, memory_order_relaxed))
+		xf_yield();
+	return arg;
+}
+
+static int coop_sleep(void)
+{
+	xf_fiber *yielder;
+	uint64_t t;
+
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	CHECK_ERR(xf_init(&(xf_config){.workers = 1, .cooperative = true}), 0);
+	atomic_store(&stop, false);
+	CHECK_ERR(xf_spawn(&yielder, yield_until_stop, NULL, NULL), 0);
+	for (int i = 0; i < 3; i++) {
+		t = now_ns();
+		CHECK_ERR(xf_sleep_ns(10000000), 0);
+		t = now_ns() - t;
+		printf("coop_sleep: a 10 ms sleep beside a yield loop took %.1f ms\n",
+		       (double)t / 1e6);
+		if (t > 1000000000ull)
+			xf_test_fail("coop_sleep: a 10 ms sleep took %.0f ms", (double)t / 1e6);
+	}
+	atomic_store(&stop, true);
+	CHECK_ERR(xf_join(yielder, NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	bool deferred, io;
@@ -510,11 +546,13 @@ int main(int argc, char **argv)
 		xf_test_fail(
 		    "usage: test_ticker "
 		    "idle_timers|busy_timer|deferred_timer|io_behind_long|born_fifo|rt_caller|"
-		    "from_idle");
+		    "from_idle|coop_sleep");
 	if (!strcmp(argv[1], "born_fifo") || !strcmp(argv[1], "rt_caller"))
 		return born_fifo(!strcmp(argv[1], "rt_caller"));
 	if (!strcmp(argv[1], "from_idle"))
 		return from_idle();
+	if (!strcmp(argv[1], "coop_sleep"))
+		return coop_sleep();
 	deferred = !strcmp(argv[1], "deferred_timer");
 	io = !strcmp(argv[1], "io_behind_long");
 	CHECK_ERR(xf_init(&(xf_config){.workers = 1,
