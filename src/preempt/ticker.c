@@ -40,17 +40,21 @@
  * A worker asked for work while its fiber's slice goes on gets a tick that
  * only has it answer (XF_TICK_ANSWER), at once: the thief wakes the ticker
  * (xf__ticker_wake), so an idle worker is not kept waiting for the slice's
- * end.  The longer one answers at its
- * next scheduling point - the preemption this tick may send - with half the
- * difference, preempted fibers (frames and all) included.
+ * end.  The more loaded one answers at its next scheduling point - the
+ * preemption this tick may send - with half the difference; preempted
+ * fibers stay, to resume on the thread they were interrupted on
+ * (preempt/signal.c).
  *
  * A fiber's slice counts from its switch's stamp (fiber_start_ns), or
  * from the look that first saw it run where there is none (xf_yield's
  * assembly makes none).  The next look comes at its slice's end when the
  * fiber ended its worker's idling, else a slice after the look that saw
- * it: so one slice passes before a fiber that starts on an idle worker is
- * preempted, and one to two (one and XF_TICK_MAX_NS for longer slices) on
- * a worker that keeps switching.  A preemption deferred at a safe point is
+ * it (at most XF_TICK_MAX_NS, and a look in between times the end): so one
+ * slice passes before a fiber that starts on an idle worker is preempted,
+ * or that runs past a look; one to two where a look per slice is all there
+ * is (100 us slices on a worker that keeps switching).  The slice is wall
+ * time: with more workers than CPUs, the kernel's time-sharing of their
+ * threads counts in it.  A preemption deferred at a safe point is
  * re-sent every tick until the fiber switches; a worker that never does
  * again, with others waiting, is reported on stderr (stall.c).
  */
@@ -205,9 +209,9 @@ static void tick_send_to(struct xf__worker *w, pid_t tid, uint64_t value, uint64
  * Whether a timer due on busy worker w ends its fiber's slice early: a
  * sleeper's wake-up need not wait for the slice's end once the running
  * fiber has had a quarter of it (Linux's wake-up preemption, with a floor).
- * The slice counts from the ticker's first look at the fiber, up to a look
- * late: 1 ms sleeps beside a CPU-bound fiber at 1 ms slices woke 550 us
- * late on average when they waited for it (bench fiber sleep-1ms-late).
+ * The slice counts from the fiber's switch (fiber_start_ns): 1 ms sleeps
+ * beside a CPU-bound fiber at 1 ms slices woke 550 us late on average when
+ * they waited for its end (bench fiber sleep-1ms-late).
  * Otherwise *next_ns learns when the quarter is up.
  * A slice so ended stays ended: a tick that lands where the fiber cannot
  * switch (the C library) is deferred, and its handler runs the due timer
