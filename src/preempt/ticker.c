@@ -45,18 +45,17 @@
  * fibers stay, to resume on the thread they were interrupted on
  * (preempt/signal.c).
  *
- * A fiber's slice counts from its switch's stamp (fiber_start_ns), or
- * from the look that first saw it run where there is none (xf_yield's
- * assembly makes none).  The next look comes at its slice's end when the
- * fiber ended its worker's idling, else a slice after the look that saw
- * it (at most XF_TICK_MAX_NS, and a look in between times the end): so one
- * slice passes before a fiber that starts on an idle worker is preempted,
- * or that runs past a look; one to two where a look per slice is all there
- * is (100 us slices on a worker that keeps switching).  The slice is wall
- * time: with more workers than CPUs, the kernel's time-sharing of their
- * threads counts in it.  A preemption deferred at a safe point is
- * re-sent every tick until the fiber switches; a worker that never does
- * again, with others waiting, is reported on stderr (stall.c).
+ * The slice of a fiber that ends its worker's idling counts from that
+ * switch's stamp (fiber_start_ns), and the next look comes at its end: one
+ * slice passes before such a fiber - a request's, perhaps a long one - is
+ * preempted.  Any other fiber's slice counts from the look that first saw
+ * it run, and the next look comes a slice after that one (at most
+ * XF_TICK_MAX_NS): one to two slices pass (one and XF_TICK_MAX_NS for
+ * longer slices).  The slice is wall time: with more workers than CPUs,
+ * the kernel's time-sharing of their threads counts in it.  A preemption
+ * deferred at a safe point is re-sent every tick until the fiber switches;
+ * a worker that never does again, with others waiting, is reported on
+ * stderr (stall.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -107,7 +106,7 @@ int xf__tick_send(pid_t tid, uint64_t value)
 
 static bool io_ready; /* this look found events in the poller (xf__poller_tick) */
 
-/* The TSC against the clock, for the switches' stamps: the ratio from the
+/* The TSC against the clock, for the idle loop's stamps: the ratio from the
  * ticker's first look to this one, once they are far enough apart
  * (CLOCK_CALIBRATE_NS) to make it exact to 0.1%. */
 #define CLOCK_CALIBRATE_NS 10000000u
@@ -135,12 +134,12 @@ static void clock_pair_update(uint64_t now)
 
 /*
  * When busy worker w's running fiber started, seen at a look to have
- * switched since the previous one (`switches` is the count now): its
- * switch's stamp (sched/schedule.c), if that switch made this count - no
- * yield since - and it fell after the previous look; else this look.
- * Without it a fiber that started just after a look was first seen a
- * slice later and ran up to two before its preemption, while requests
- * waited behind it.
+ * switched since the previous one (`switches` is the count now): the stamp
+ * of its switch out of the idle loop (sched/schedule.c), if that switch
+ * made this count - no other since - and it fell after the previous look;
+ * else this look.  Without it a fiber that started just after a look was
+ * first seen a slice later and ran up to two before its preemption, while
+ * requests waited behind it.
  */
 static uint64_t fiber_start_ns(struct xf__worker *w, uint64_t switches, uint64_t now)
 {

@@ -426,10 +426,10 @@ struct xf__worker {
 
 	/* Counters: written by the owner only, read relaxed by xf_stats_get. */
 	xf_worker_stats stats __attribute__((aligned(64)));
-	/* When the running fiber started, for the ticker to time its slice
-	 * from there (ticker.c): the TSC at the last switch from C, and the
-	 * value of stats.switches that switch made.  xf_yield's assembly
-	 * stamps nothing; a count past switch_seq says one came since. */
+	/* When the fiber that ended the worker's idling started, for the
+	 * ticker to time its slice from there (ticker.c): the TSC at the last
+	 * switch out of the idle loop, and the value of stats.switches that
+	 * switch made; a count past switch_seq says another came since. */
 	_Atomic uint64_t switch_tsc, switch_seq;
 
 	/* The ticker's view, written by the ticker only. */
