@@ -134,12 +134,12 @@ static void clock_pair_update(uint64_t now)
 
 /*
  * When busy worker w's running fiber started, seen at a look to have
- * switched since the previous one (`switches` is the count now): the stamp
- * of its switch out of the idle loop (sched/schedule.c), if that switch
- * made this count - no other since - and it fell after the previous look;
- * else this look.  Without it a fiber that started just after a look was
- * first seen a slice later and ran up to two before its preemption, while
- * requests waited behind it.
+ * switched since the previous one (`switches` is the count now), if it
+ * ended the worker's idling: the stamp of that switch out of the idle loop
+ * (sched/schedule.c), if it made this count - no other since - and fell
+ * after the previous look; else 0.  Without it a fiber that started just
+ * after a look was first seen a slice later and ran up to two before its
+ * preemption, while requests waited behind it.
  */
 static uint64_t fiber_start_ns(struct xf__worker *w, uint64_t switches, uint64_t now)
 {
@@ -147,11 +147,11 @@ static uint64_t fiber_start_ns(struct xf__worker *w, uint64_t switches, uint64_t
 	uint64_t tsc = atomic_load_explicit(&w->switch_tsc, memory_order_relaxed), ago;
 
 	if (!clock_pair.ns_per_tsc || seq != switches || tsc > clock_pair.look_tsc)
-		return now;
+		return 0;
 	ago = (uint64_t)(((unsigned __int128)(clock_pair.look_tsc - tsc) * clock_pair.ns_per_tsc) >>
 			 32);
 	if (ago > now - clock_pair.prev_look_ns)
-		return now; /* before the previous look, which saw another count */
+		return 0; /* before the previous look, which saw another count */
 	return now - ago;
 }
 
@@ -305,13 +305,12 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t resend_ns, uint64_t *
 		/* cur may be finishing on its worker right now: compared, and
 		 * read below only for a hint. */
 		/* tick_since_ns 0: the first look at this worker. */
-		bool was_idle = w->tick_idle;
-
-		w->tick_idle = !busy;
 		if (switches != w->tick_switches || !busy || !w->tick_since_ns) {
+			uint64_t started =
+			    busy && w->tick_since_ns ? fiber_start_ns(w, switches, now) : 0;
+
 			w->tick_switches = switches;
-			w->tick_since_ns =
-			    busy && w->tick_since_ns ? fiber_start_ns(w, switches, now) : now;
+			w->tick_since_ns = started ? started : now;
 			w->tick_deferred = __atomic_load_n(&w->stats.preemptions_deferred,
 							   __ATOMIC_RELAXED);
 			w->stall_reported = false;
@@ -319,17 +318,14 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t resend_ns, uint64_t *
 			if (!busy)
 				continue;
 			/* Its slice may be over already: then on below.  Else the
-			 * next look: at its slice's end if the worker was idle -
-			 * the fiber that ends the idling may be a long request's
-			 * - and a slice from now if it keeps switching: a look at
-			 * each fiber's end there took the 100 us server from 75
-			 * to 81% of the CPU at 50% load, and from 91 to 98% at
-			 * 70% (docs/preemption.md). */
+			 * next look: at its slice's end if it ended the idling -
+			 * it may be a long request's - and a slice from now if the
+			 * worker keeps switching: a look at each fiber's end there
+			 * took the 100 us server from 75 to 81% of the CPU at 50%
+			 * load, and from 91 to 98% at 70% (docs/preemption.md). */
 			if (now - w->tick_since_ns < slice_ns && !io_wakes(cur)) {
-				uint64_t end = (was_idle ? w->tick_since_ns : now) + slice_ns;
-
-				if (end < next)
-					next = end;
+				if (w->tick_since_ns + slice_ns < next)
+					next = w->tick_since_ns + slice_ns;
 				continue;
 			}
 		}

@@ -436,7 +436,6 @@ struct xf__worker {
 	uint64_t tick_switches; /* stats.switches when last looked at */
 	uint64_t tick_since_ns; /* when that count last changed */
 	uint64_t tick_deferred; /* stats.preemptions_deferred then */
-	bool tick_idle;		/* idle at the last look */
 	bool stall_reported;	/* since then (preempt/stall.c) */
 	/* Since then, a due timer ended the fiber's slice early: it stays ended
 	 * after the handler ran the timer, while its tick is deferred

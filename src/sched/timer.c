@@ -13,9 +13,10 @@
  * Due timers are run by their worker at scheduling points - when the ticker
  * has seen one due (XF_DUE_TIMERS; without a ticker, at every point while
  * timers wait) and at every 16th point anyway, see runq.h - and in its idle
- * loop, which also bounds its sleep by the earliest deadline.  The ticker looks every half slice
- * and sends the preemption tick that brings a worker busy with one fiber to a scheduling point, so
- * a timer fires within a slice of its deadline whatever runs beside it.
+ * loop, which also bounds its sleep by the earliest deadline.  The ticker
+ * looks every half slice and sends the preemption tick that brings a
+ * worker busy with one fiber to a scheduling point, so a timer fires within
+ * a slice of its deadline whatever runs beside it.
  */
 #include <stdlib.h>
 
