@@ -13,8 +13,14 @@
 
 /* Runs us * SPIN_STEPS_PER_US steps of a 32-bit linear congruential
  * generator on 128 lanes, held in eight 512-bit registers (ZMM) throughout
- * where the CPU has AVX-512F, else in AVX2 or general registers, and
+ * where the CPU has AVX-512F, else in sixteen 256-bit registers (YMM) with AVX2,
+ * else in general registers and memory, and
  * returns a checksum of the lanes: the same on every CPU for the same us. */
 uint64_t spin_work(uint64_t us);
+
+/* The same work on one path: isa is "avx512f", "avx2" or "generic".
+ * Returns -1 when this CPU (or its kernel) lacks it, else 0 and the
+ * checksum in *sum: the tests compare the paths. */
+int spin_work_on(const char *isa, uint64_t us, uint64_t *sum);
 
 #endif
