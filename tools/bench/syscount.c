@@ -5,32 +5,40 @@
 #include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "bench/syscount.h"
+#include "common/tracefs.h"
 
-/* The tracepoint's id, from tracefs wherever it is mounted; -1 if none. */
-static long sys_enter_id(void)
+/* The tracepoint's id, from tracefs wherever it is mounted, or from one
+ * mounted for the moment (a fresh VM mounts none): the counters need only
+ * the id.  -1 with *err set if none. */
+static long sys_enter_id(int *err)
 {
-	static const char *const paths[] = {
-	    "/sys/kernel/tracing/events/raw_syscalls/sys_enter/id",
-	    "/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id",
-	};
+	char root[256], path[320];
+	bool mounted_here;
 	long id = -1;
+	FILE *f;
 
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && id < 0; i++) {
-		FILE *f = fopen(paths[i], "r");
-
-		if (!f)
-			continue;
-		if (fscanf(f, "%ld", &id) != 1)
-			id = -1;
-		fclose(f);
+	*err = xf_tracefs_find_or_mount(root, sizeof(root), &mounted_here);
+	if (*err)
+		return -1;
+	snprintf(path, sizeof(path), "%s/events/raw_syscalls/sys_enter/id", root);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%ld", &id) != 1) {
+		*err = f ? EINVAL : errno;
+		id = -1;
 	}
+	if (f)
+		fclose(f);
+	if (mounted_here)
+		umount(root);
 	return id;
 }
 
@@ -43,13 +51,15 @@ int xf_syscount_start(struct xf_syscount *c, pid_t pid, char *note, size_t note_
 	};
 	char path[64];
 	struct dirent *d;
-	long id = sys_enter_id();
+	int err;
+	long id = sys_enter_id(&err);
 	DIR *dir;
 
 	c->n = 0;
 	if (id < 0) {
-		snprintf(note, note_size,
-			 "no raw_syscalls:sys_enter tracepoint (tracefs not mounted)");
+		snprintf(note, note_size, "no raw_syscalls:sys_enter tracepoint: %s%s",
+			 strerror(err),
+			 err == EPERM ? " (tracefs not mounted; root may mount it)" : "");
 		return ENOENT;
 	}
 	attr.config = (unsigned long)id;
@@ -66,8 +76,7 @@ int xf_syscount_start(struct xf_syscount *c, pid_t pid, char *note, size_t note_
 			continue;
 		fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
-			int err = errno;
-
+			err = errno;
 			if (err == ESRCH)
 				continue; /* gone meanwhile */
 			closedir(dir);

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <mntent.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,49 +34,23 @@ static int join(char *out, size_t size, const char *base, const char *rel)
 	return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-/* The first tracefs in the mount table, preferring the default place. */
-static bool find_mounted(char *root, size_t size)
-{
-	FILE *mounts = setmntent("/proc/self/mounts", "r");
-	struct mntent *m;
-	bool found = false;
-
-	if (!mounts)
-		return false;
-	while ((m = getmntent(mounts))) {
-		if (strcmp(m->mnt_type, "tracefs"))
-			continue;
-		if (!found || !strcmp(m->mnt_dir, XF_TRACEFS_DEFAULT)) {
-			snprintf(root, size, "%s", m->mnt_dir);
-			found = true;
-		}
-	}
-	endmntent(mounts);
-	return found;
-}
-
 int xf_tracefs_open(struct xf_tracefs *fs)
 {
-	memset(fs, 0, sizeof(*fs));
-	if (find_mounted(fs->root, sizeof(fs->root)))
-		return 0;
-	snprintf(fs->root, sizeof(fs->root), "%s", XF_TRACEFS_DEFAULT);
-	if (mount("tracefs", fs->root, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)) {
-		int err = errno;
+	int err;
 
-		if (err == ENODEV)
-			xf_trace_error("this kernel has no tracefs (built without CONFIG_TRACING)");
-		else if (err == ENOENT)
-			xf_trace_error(
-			    "tracefs is not mounted and %s does not exist to mount it on",
-			    fs->root);
-		else
-			xf_trace_error("tracefs is not mounted and mounting it on %s failed: %s",
-				       fs->root, strerror(err));
-		return -1;
-	}
-	fs->mounted_here = true;
-	return 0;
+	memset(fs, 0, sizeof(*fs));
+	err = xf_tracefs_find_or_mount(fs->root, sizeof(fs->root), &fs->mounted_here);
+	if (!err)
+		return 0;
+	if (err == ENODEV)
+		xf_trace_error("this kernel has no tracefs (built without CONFIG_TRACING)");
+	else if (err == ENOENT)
+		xf_trace_error("tracefs is not mounted and %s does not exist to mount it on",
+			       fs->root);
+	else
+		xf_trace_error("tracefs is not mounted and mounting it on %s failed: %s", fs->root,
+			       strerror(err));
+	return -1;
 }
 
 /* An instance named xfiber-PID whose PID no longer exists was left behind. */

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define XF_TRACEFS_DEFAULT "/sys/kernel/tracing"
+#include "common/tracefs.h"
 
 /* Prints "xfiber trace: " and the message as one line on stderr. */
 __attribute__((format(printf, 1, 2))) void xf_trace_error(const char *fmt, ...);

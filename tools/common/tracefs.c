@@ -1,0 +1,41 @@
+/* tracefs.c - see tracefs.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <mntent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+
+#include "common/tracefs.h"
+
+static bool find_mounted(char *root, size_t size)
+{
+	FILE *mounts = setmntent("/proc/self/mounts", "r");
+	struct mntent *m;
+	bool found = false;
+
+	if (!mounts)
+		return false;
+	while ((m = getmntent(mounts))) {
+		if (strcmp(m->mnt_type, "tracefs"))
+			continue;
+		if (!found || !strcmp(m->mnt_dir, XF_TRACEFS_DEFAULT)) {
+			snprintf(root, size, "%s", m->mnt_dir);
+			found = true;
+		}
+	}
+	endmntent(mounts);
+	return found;
+}
+
+int xf_tracefs_find_or_mount(char *root, size_t size, bool *mounted_here)
+{
+	*mounted_here = false;
+	if (find_mounted(root, size))
+		return 0;
+	snprintf(root, size, "%s", XF_TRACEFS_DEFAULT);
+	if (mount("tracefs", root, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return errno;
+	*mounted_here = true;
+	return 0;
+}
