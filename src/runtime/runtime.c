@@ -285,6 +285,7 @@ static int start(const xf_config *cfg, int backend)
 	memset(&xf__rt, 0, sizeof(xf__rt));
 	xf__rt.nr_workers = n;
 	xf__rt.pid = getpid();
+	xf__rt.uid = getuid();
 	xf__rt.stack_size = cfg->stack_size ? cfg->stack_size : XF_STACK_SIZE_DEFAULT;
 	xf__rt.slice_us = cfg->slice_us ? cfg->slice_us : XF_SLICE_US_DEFAULT;
 	xf__rt.frame_reserve = frame_reserve();
@@ -455,6 +456,7 @@ static void fork_child(void)
 	xf__rt.workers = w;
 	xf__rt.nr_workers = 1;
 	xf__rt.pid = getpid();
+	xf__rt.uid = getuid();
 	xf__rt.first = f;
 	atomic_store(&w->spawned, 0); /* the only fiber left is the first */
 	atomic_store(&w->finished, 0);

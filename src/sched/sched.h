@@ -484,6 +484,7 @@ struct xf__runtime {
 	uint64_t base_sigmask; /* the workers' signal mask (first 64 signals) */
 	uint32_t fork_gen;     /* forks from a fiber so far (runtime/runtime.c's fork_child) */
 	pid_t pid;	       /* getpid() at xf_init: who the ticker's signals come from */
+	uid_t uid;	       /* getuid() then: their sender's uid, not asked per tick */
 	void *workers_alloc;   /* what `workers` points into (after a fork, not its start) */
 	bool ticker_pending;   /* a forked child starts its ticker at its first spawn */
 	xf_worker_stats ticker_stats; /* the ticker's polls (io/poller.c) */
