@@ -456,7 +456,6 @@ static void fork_child(void)
 	xf__rt.workers = w;
 	xf__rt.nr_workers = 1;
 	xf__rt.pid = getpid();
-	xf__rt.uid = getuid();
 	xf__rt.first = f;
 	atomic_store(&w->spawned, 0); /* the only fiber left is the first */
 	atomic_store(&w->finished, 0);

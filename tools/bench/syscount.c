@@ -5,41 +5,37 @@
 #include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "bench/syscount.h"
 #include "common/tracefs.h"
 
-/* The tracepoint's id, from tracefs wherever it is mounted, or from one
- * mounted for the moment (a fresh VM mounts none): the counters need only
- * the id.  -1 with *err set if none. */
+/* The tracepoint's id, from tracefs (common/tracefs.c: a fresh VM mounts
+ * none, and one of our own is then made for the moment); the counters need
+ * nothing else from it.  -1 with *err set if none. */
 static long sys_enter_id(int *err)
 {
-	char root[256], path[320];
-	bool mounted_here;
-	long id = -1;
-	FILE *f;
+	int fd = xf_tracefs_open_file("events/raw_syscalls/sys_enter/id");
+	char buf[32];
+	ssize_t n;
+	long id;
 
-	*err = xf_tracefs_find_or_mount(root, sizeof(root), &mounted_here);
-	if (*err)
+	if (fd < 0) {
+		*err = errno;
 		return -1;
-	snprintf(path, sizeof(path), "%s/events/raw_syscalls/sys_enter/id", root);
-	f = fopen(path, "r");
-	if (!f || fscanf(f, "%ld", &id) != 1) {
-		*err = f ? EINVAL : errno;
-		id = -1;
 	}
-	if (f)
-		fclose(f);
-	if (mounted_here)
-		umount(root);
-	return id;
+	n = read(fd, buf, sizeof(buf) - 1);
+	*err = n < 0 ? errno : EINVAL;
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	id = strtol(buf, NULL, 10);
+	return id > 0 ? id : -1;
 }
 
 int xf_syscount_start(struct xf_syscount *c, pid_t pid, char *note, size_t note_size)
@@ -59,7 +55,7 @@ int xf_syscount_start(struct xf_syscount *c, pid_t pid, char *note, size_t note_
 	if (id < 0) {
 		snprintf(note, note_size, "no raw_syscalls:sys_enter tracepoint: %s%s",
 			 strerror(err),
-			 err == EPERM ? " (tracefs not mounted; root may mount it)" : "");
+			 err == EPERM || err == EACCES ? " (tracefs needs root)" : "");
 		return ENOENT;
 	}
 	attr.config = (unsigned long)id;

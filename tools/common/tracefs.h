@@ -18,4 +18,11 @@
  * directory is missing, EPERM when not root. */
 int xf_tracefs_find_or_mount(char *root, size_t size, bool *mounted_here);
 
+/* Opens rel (e.g. "events/raw_syscalls/sys_enter/id") for reading in the
+ * mounted tracefs, or, with none mounted, in one of its own that no path
+ * reaches (fsopen, fsmount: Linux 5.2), gone when the descriptor closes -
+ * so that nothing another tracefs user mounts or unmounts meanwhile is
+ * touched.  The descriptor, or -1 with errno set. */
+int xf_tracefs_open_file(const char *rel);
+
 #endif
