@@ -25,8 +25,9 @@
  *                           block (the lock is released once it can no
  *                           longer miss a wake-up: xf__wait_block)
  *   the poller, an event:   lock; a stale sequence number -> drop it;
- *                           gen + 1 and drained cleared for its
- *                           directions; claim and unlink every matching
+ *                           drained cleared, then gen + 1, for its
+ *                           directions (a fiber reads gen, then drained,
+ *                           unlocked); claim and unlink every matching
  *                           waiter; unlock; wake the claimed
  *   xf_close:               lock; closing, sequence number + 1, claim every
  *                           waiter (EBADF); unlock; wake them; take the fd
