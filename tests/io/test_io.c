@@ -54,6 +54,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -1421,9 +1422,20 @@ static void *multi_sender(void *arg)
 			sent += 2;
 		}
 		while (atomic_load(&multi_got) < sent) {
-			if (now_ns() - t0 > 10000000000ull)
-				xf_test_fail("round %d: %ld of %ld items read after 10 s", r,
-					     atomic_load(&multi_got), sent);
+			if (now_ns() - t0 > 10000000000ull) {
+				int udp_left = -1, pipe_left = -1;
+
+				/* Which descriptor kept its data, and where each
+				 * reader waits: what found the lost wake-up of
+				 * 2026-11-27 (io/fd.c, xf__fd_ready). */
+				ioctl(multi_udp, FIONREAD, &udp_left);
+				ioctl(multi_pipe[0], FIONREAD, &pipe_left);
+				xf_dump(STDERR_FILENO);
+				xf_test_fail("round %d: %ld of %ld items read after 10 s; the "
+					     "socket's next datagram %d bytes (0: none), the "
+					     "pipe %d bytes",
+					     r, atomic_load(&multi_got), sent, udp_left, pipe_left);
+			}
 			sched_yield();
 		}
 	}
