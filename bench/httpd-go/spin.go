@@ -3,10 +3,10 @@ package main
 // The work of examples/spin.c: us*spinStepsPerUs steps of a 32-bit linear
 // congruential generator on 128 lanes, checksummed the same way.  With
 // AVX-512F the lanes are eight ZMM registers (spin_amd64.s), as in C; with
-// AVX2 eight YMM registers, one half of the lanes after the other.  Go preempts a goroutine only in Go code
-// and keeps only X0-X15 when it does, so the assembly runs one
-// microsecond's steps per call, with the lanes in memory between calls: the
-// goroutine may be preempted between them.
+// AVX2 eight YMM registers, one half of the lanes after the other.  Go
+// preempts a goroutine only in Go code and keeps only X0-X15 when it does,
+// so the assembly runs one microsecond's steps per call, with the lanes in
+// memory between calls: the goroutine may be preempted between them.
 
 const (
 	spinStepsPerUs = 400 // examples/spin.h's SPIN_STEPS_PER_US
@@ -14,17 +14,27 @@ const (
 	lcgAdd         = 1013904223
 )
 
-var (
-	haveAVX512F = hasAVX512F()
-	haveAVX2    = hasAVX2()
-)
+var haveAVX512F, haveAVX2 = vectorSupport()
 
-// hasAVX512F reports whether the CPU has AVX-512F and the kernel saves
-// its state (XCR0's opmask and ZMM bits).
-func hasAVX512F() bool
+func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 
-// hasAVX2 reports whether the CPU has AVX2 and the kernel saves YMM state.
-func hasAVX2() bool
+func xcr0() uint32
+
+// vectorSupport reports AVX-512F and AVX2 where the CPU has them and the
+// kernel saves their state (XCR0), as GCC's __builtin_cpu_supports decides
+// for examples/spin.c.
+func vectorSupport() (avx512f, avx2 bool) {
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	_, _, ecx1, _ := cpuid(1, 0)
+	if maxLeaf < 7 || ecx1&(1<<27) == 0 { // OSXSAVE: XGETBV may be used
+		return false, false
+	}
+	saved := xcr0()
+	_, ebx7, _, _ := cpuid(7, 0)
+	avx2 = saved&0x6 == 0x6 && ebx7&(1<<5) != 0       // SSE, AVX state
+	avx512f = saved&0xe6 == 0xe6 && ebx7&(1<<16) != 0 // and opmask, ZMM
+	return avx512f, avx2
+}
 
 // spinStepsAVX2 runs steps steps on the 128 lanes, 64 at a time in eight
 // YMM registers (AVX2 only).

@@ -1,49 +1,21 @@
 #include "textflag.h"
 
-// func hasAVX512F() bool
-TEXT ·hasAVX512F(SB), NOSPLIT, $0-1
-	MOVL	$1, AX
-	XORL	CX, CX
+// func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL	leaf+0(FP), AX
+	MOVL	sub+4(FP), CX
 	CPUID
-	BTL	$27, CX			// OSXSAVE: XGETBV may be used
-	JCC	no
-	XORL	CX, CX
-	XGETBV				// XCR0 in EDX:EAX
-	ANDL	$0xe6, AX		// SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
-	CMPL	AX, $0xe6
-	JNE	no
-	MOVL	$7, AX
-	XORL	CX, CX
-	CPUID
-	BTL	$16, BX			// AVX512F
-	JCC	no
-	MOVB	$1, ret+0(FP)
-	RET
-no:
-	MOVB	$0, ret+0(FP)
+	MOVL	AX, eax+8(FP)
+	MOVL	BX, ebx+12(FP)
+	MOVL	CX, ecx+16(FP)
+	MOVL	DX, edx+20(FP)
 	RET
 
-// func hasAVX2() bool
-TEXT ·hasAVX2(SB), NOSPLIT, $0-1
-	MOVL	$1, AX
+// func xcr0() uint32
+TEXT ·xcr0(SB), NOSPLIT, $0-4
 	XORL	CX, CX
-	CPUID
-	BTL	$27, CX			// OSXSAVE: XGETBV may be used
-	JCC	no2
-	XORL	CX, CX
-	XGETBV				// XCR0 in EDX:EAX
-	ANDL	$0x6, AX		// SSE, AVX
-	CMPL	AX, $0x6
-	JNE	no2
-	MOVL	$7, AX
-	XORL	CX, CX
-	CPUID
-	BTL	$5, BX			// AVX2
-	JCC	no2
-	MOVB	$1, ret+0(FP)
-	RET
-no2:
-	MOVB	$0, ret+0(FP)
+	XGETBV				// XCR0 in EDX:EAX; the bits here are in EAX
+	MOVL	AX, ret+0(FP)
 	RET
 
 // func spinStepsAVX2(lanes *[128]uint32, steps uint64)
