@@ -539,11 +539,19 @@ static void restore_preempt_signal(const ucontext_t *uc)
 		xf__preempt_signal_unblock();
 }
 
+/* Handlers of the preemption signal nested on the faulting stack beyond
+ * which an overflow is a flood's: each entry raises the soft mask by one
+ * (signal_entry_x86_64_sysv_elf_gas.S), and the runtime's own sections and
+ * a tick landing in one add a level or two, never this many. */
+#define XF_FLOOD_NESTING 8
+
 static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, void *uc)
 {
 	struct xf__worker *w = xf__this_worker();
 	struct xf_fiber *f = w ? w->current : NULL;
 	const enum overflow kind = overflow_kind(f, si, uc);
+	/* The faulting context's soft mask: this handler leaves it alone. */
+	const uint32_t nesting = xf__preempt_word_get() & XF_PREEMPT_NESTING;
 
 	if (kind != NOT_OURS) {
 		/* Only async-signal-safe calls from here on. */
@@ -557,11 +565,21 @@ static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, voi
 		say(" bytes + ", buf, &len);
 		len += xf__fmt_u64(buf + len, xf__rt.frame_reserve);
 		say(" reserved for signal frames)", buf, &len);
-		if (kind == NO_ROOM_FOR_SIGNAL_FRAME)
+		/* A flood ends either way: the kernel finds no room for the next
+		 * frame, or a handler's own frames reach the guard first. */
+		if (kind == NO_ROOM_FOR_SIGNAL_FRAME) {
 			say(": no room left for a signal frame (frames too deep, or signals "
 			    "arriving faster than they are handled: a flood of SIGURG, the "
 			    "preemption signal, nests their frames)",
 			    buf, &len);
+		} else if (nesting >= XF_FLOOD_NESTING) {
+			say(": ", buf, &len);
+			len += xf__fmt_u64(buf + len, nesting);
+			say(" signal handlers nested on it (signals arriving faster than they are "
+			    "handled: a flood of SIGURG, the preemption signal, nests their "
+			    "frames)",
+			    buf, &len);
+		}
 		say("; raise xf_attr.stack_size or xf_config.stack_size\n", buf, &len);
 		if (write(STDERR_FILENO, buf, len) < 0) {
 			/* Nothing more can be done: abort anyway. */
