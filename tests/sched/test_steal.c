@@ -16,6 +16,13 @@
  *            last idle; a plain thread spawns fibers one after the other,
  *            and each must start within one second: on an idle worker, not
  *            in the inbox of a busy one, whose queue is as empty
+ *   mixed    a plain thread spawns 30,000 short fibers as fast as it can
+ *            while CPU-bound ones are preempted at every 50 us slice: the
+ *            queues mix fibers that may move with preempted ones that may
+ *            not, and steals take the first movable ones out of the middle
+ *            of them; every short fiber runs exactly once, some on each
+ *            worker, and the runtime's checks of its queues (XFIBER_DEBUG)
+ *            stay quiet
  *
  * On 2 CPUs the workers share them, but which worker runs what shows the
  * logic all the same.
@@ -190,18 +197,85 @@ static void test_thread(unsigned workers)
 	CHECK_ERR(xf_shutdown(), 0);
 }
 
+#define MIXED_SHORT 30000
+#define MIXED_LONG  8
+
+static atomic_int short_runs[MIXED_SHORT];
+static atomic_int short_on[64];
+static xf_wg shorts_done = XF_WG_INITIALIZER;
+
+static void *short_work(void *arg)
+{
+	volatile unsigned x = 0;
+
+	for (unsigned i = 0; i < 2000; i++)
+		x += i;
+	atomic_fetch_add(&short_runs[(intptr_t)arg], 1);
+	atomic_fetch_add(&short_on[xf_worker_id()], 1);
+	xf_wg_done(&shorts_done);
+	return NULL;
+}
+
+static void *spawn_shorts(void *arg)
+{
+	xf_attr detached = XF_ATTR_INIT;
+
+	(void)arg;
+	detached.detached = true;
+	for (intptr_t i = 0; i < MIXED_SHORT; i++)
+		CHECK_ERR(xf_spawn(NULL, short_work, (void *)i, &detached), 0);
+	return NULL;
+}
+
+static void test_mixed(unsigned workers)
+{
+	xf_fiber *longs[MIXED_LONG];
+	pthread_t spawner;
+	xf_stats st;
+	unsigned used = 0;
+
+	CHECK_ERR(xf_init(&(xf_config){.workers = workers, .slice_us = 50}), 0);
+	for (int i = 0; i < MIXED_LONG; i++)
+		CHECK_ERR(xf_spawn(&longs[i], spin, NULL, NULL), 0);
+	xf_wg_add(&shorts_done, MIXED_SHORT);
+	CHECK_ERR(pthread_create(&spawner, NULL, spawn_shorts, NULL), 0);
+	CHECK_ERR(xf_wg_wait(&shorts_done), 0);
+	while (pthread_tryjoin_np(spawner, NULL))
+		xf_sleep_ns(1000 * 1000);
+	atomic_store(&stop, true);
+	for (int i = 0; i < MIXED_LONG; i++)
+		CHECK_ERR(xf_join(longs[i], NULL), 0);
+	CHECK_ERR(xf_stats_get(&st), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	for (int i = 0; i < MIXED_SHORT; i++)
+		if (atomic_load(&short_runs[i]) != 1)
+			xf_test_fail("mixed, %u workers: short fiber %d ran %d times", workers, i,
+				     atomic_load(&short_runs[i]));
+	for (unsigned w = 0; w < workers; w++)
+		used += atomic_load(&short_on[w]) > 0;
+	if (used < 2 || !st.total.preemptions)
+		xf_test_fail("mixed, %u workers: the shorts ran on %u workers, with %llu "
+			     "preemptions: nothing was stolen from a queue with preempted fibers",
+			     workers, used, (unsigned long long)st.total.preemptions);
+	printf("mixed, %u workers: %d short fibers ran once each, on %u workers; %llu "
+	       "preemptions\n",
+	       workers, MIXED_SHORT, used, (unsigned long long)st.total.preemptions);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned workers = argc > 2 ? (unsigned)atoi(argv[2]) : 3;
 
 	if (argc < 3 || workers < 3 || workers > 64)
-		xf_test_fail("usage: test_steal spread|behind|thread WORKERS (3-64)");
+		xf_test_fail("usage: test_steal spread|behind|thread|mixed WORKERS (3-64)");
 	if (!strcmp(argv[1], "spread"))
 		test_spread(workers);
 	else if (!strcmp(argv[1], "behind"))
 		test_behind(workers);
 	else if (!strcmp(argv[1], "thread"))
 		test_thread(workers);
+	else if (!strcmp(argv[1], "mixed"))
+		test_mixed(workers);
 	else
 		xf_test_fail("unknown case %s", argv[1]);
 	return 0;
