@@ -43,6 +43,41 @@ static void *identity(void *arg)
 	return arg;
 }
 
+/* Fills three quarters of a stack of arg bytes, every page of it: a stack
+ * smaller than asked for overflows and the process aborts. */
+static void *fill_stack(void *arg)
+{
+	size_t n = (size_t)arg / 4 * 3;
+	unsigned char *buf = __builtin_alloca(n);
+
+	memset(buf, 5, n);
+	return (void *)sum_bytes(buf, n);
+}
+
+/* Stacks of other sizes than the default come from pools by size, more
+ * sizes than are pooled included (those are mapped each time): each fiber
+ * gets at least the size it asked for, round after round. */
+static void check_sized_stacks(void)
+{
+	static const size_t sizes[] = {16 << 10, 64 << 10, 1 << 20,   24 << 10,	 40 << 10,
+				       48 << 10, 96 << 10, 200 << 10, 512 << 10, 56 << 10};
+
+	for (int round = 0; round < 3; round++) {
+		xf_fiber *f[sizeof(sizes) / sizeof(sizes[0])];
+		xf_attr attr = XF_ATTR_INIT;
+		void *r;
+
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			attr.stack_size = sizes[i];
+			CHECK_ERR(xf_spawn(&f[i], fill_stack, (void *)sizes[i], &attr), 0);
+		}
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			CHECK_ERR(xf_join(f[i], &r), 0);
+			CHECK(r == (void *)(uintptr_t)(sizes[i] / 4 * 3 * 5));
+		}
+	}
+}
+
 static void *exits_early(void *arg)
 {
 	xf_yield();
@@ -260,6 +295,7 @@ int main(void)
 	CHECK_ERR(xf_spawn(&f, identity, (void *)9, &attr), 0);
 	CHECK_ERR(xf_join(f, &r), 0);
 	CHECK(r == (void *)9);
+	check_sized_stacks();
 	/* The default stack holds a 100 KiB buffer, as a thread's would. */
 	CHECK_ERR(xf_spawn(&f, big_buffer, NULL, NULL), 0);
 	CHECK_ERR(xf_join(f, &r), 0);

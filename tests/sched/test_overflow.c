@@ -8,6 +8,8 @@
  *           reach deeper and deeper, and at each depth it sends itself a
  *           signal whose handler uses no stack of its own, until the
  *           kernel's frame does not fit;
+ *   reused  a 64 KiB stack (not the default size) freed to its pool and
+ *           taken again by a fiber that overflows it: its guard is there;
  *   gp      a general-protection fault at that same depth is not a stack
  *           overflow, though it too comes as SI_KERNEL without an address:
  *           the child dies of SIGSEGV as it would without xfiber;
@@ -93,6 +95,11 @@ static void *deeper_each_time(void *arg)
 	return NULL;
 }
 
+static void *spin_once(void *arg)
+{
+	return arg;
+}
+
 static void *gp_fault_at_depth(void *arg)
 {
 	(void)arg;
@@ -152,6 +159,21 @@ static void child_bigframe(void)
 	xf_init(&(xf_config){.workers = 1, .cooperative = true, .stack_size = XF_STACK_SIZE_MIN});
 	xf_spawn(&f, calls_big_frame, NULL, NULL);
 	xf_join(f, NULL); /* returns only if the frame went past the guard unnoticed */
+}
+
+/* A stack of another size than the default, freed to its pool and taken
+ * again, keeps its guard. */
+static void child_reused(void)
+{
+	xf_attr attr = XF_ATTR_INIT;
+	xf_fiber *f;
+
+	xf_init(&(xf_config){.workers = 1, .cooperative = true});
+	attr.stack_size = 64 * 1024;
+	xf_spawn(&f, spin_once, NULL, &attr);
+	xf_join(f, NULL);
+	xf_spawn(&f, overflow, NULL, &attr); /* the same stack, from the pool */
+	xf_join(f, NULL);		     /* returns only if the overflow went unnoticed */
 }
 
 static jmp_buf recovered;
@@ -301,6 +323,13 @@ int main(void)
 			     "child (status 0x%x); stderr was: %s",
 			     depth, status, out);
 	printf("gp, at depth %d: died of SIGSEGV, no report\n", depth);
+
+	status = xf_test_run_child(child_reused, out, sizeof(out));
+	if (!reported(status, out, "fiber 3 overflowed its stack (65536 bytes", NULL))
+		xf_test_fail("reused: a pooled 64 KiB stack overflowed without a report (status "
+			     "0x%x); stderr was: %s",
+			     status, out);
+	printf("reused: %s", out);
 
 	status = xf_test_run_child(child_forward, out, sizeof(out));
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
