@@ -501,18 +501,27 @@ static bool iovcnt_bad(int iovcnt)
 	return true;
 }
 
+/* A vector in the page at 0, which the kernel would refuse. */
+static bool iov_bad(const struct iovec *iov, int iovcnt)
+{
+	if (!iovcnt || !xf__user_ptr_bad(iov))
+		return false;
+	xf__errno_set(EFAULT);
+	return true;
+}
+
 ssize_t xf_readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	if (!xf__self_may_wait())
 		return readv(fd, iov, iovcnt);
-	return iovcnt_bad(iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, false);
+	return iovcnt_bad(iovcnt) || iov_bad(iov, iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, false);
 }
 
 ssize_t xf_writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	if (!xf__self_may_wait())
 		return writev(fd, iov, iovcnt);
-	return iovcnt_bad(iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, true);
+	return iovcnt_bad(iovcnt) || iov_bad(iov, iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, true);
 }
 
 ssize_t xf_recv(int fd, void *buf, size_t n, int flags)
@@ -768,6 +777,10 @@ int xf_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 
 	if (!xf__self_may_wait())
 		return poll(fds, n, timeout_ms); /* interposed: the plain call, here */
+	if (n && xf__user_ptr_bad(fds)) {
+		xf__errno_set(EFAULT);
+		return -1;
+	}
 	if (xf__cancel_point()) {
 		xf__errno_set(ECANCELED);
 		return -1;

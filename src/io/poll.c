@@ -186,6 +186,10 @@ XF_INTERPOSE(int, ppoll,
 	uint64_t start = xf__now_ns();
 	struct timespec left, *t = NULL;
 
+	if (timeout && xf__user_ptr_bad(timeout)) { /* read below, before the kernel */
+		xf__errno_set(EFAULT);
+		return -1;
+	}
 	if (!mask && xf__self_may_wait())
 		return xf_poll(fds, n, ts_ms(timeout));
 	if (timeout) {
@@ -233,11 +237,12 @@ static int select_as_fiber(int n, fd_set *r, fd_set *w, fd_set *e, int timeout_m
 			return -1;
 		}
 	}
-	if (r)
+	/* As the kernel, which writes the sets back only for n > 0. */
+	if (r && n > 0)
 		FD_ZERO(r);
-	if (w)
+	if (w && n > 0)
 		FD_ZERO(w);
-	if (e)
+	if (e && n > 0)
 		FD_ZERO(e);
 	for (nfds_t i = 0; i < np; i++) {
 		short rv = p[i].revents;
@@ -259,8 +264,25 @@ struct fd_sets {
 	fd_set r0, w0, e0;
 };
 
-static void sets_keep(struct fd_sets *s, fd_set *r, fd_set *w, fd_set *e)
+/* Whether select's arguments, read here before the kernel reads them,
+ * lie in the page at 0: EFAULT, as the kernel says - for the sets only
+ * when it would read them (n > 0). */
+static bool select_args_bad(int n, fd_set *r, fd_set *w, fd_set *e, const void *timeout)
 {
+	if ((timeout && xf__user_ptr_bad(timeout)) ||
+	    (n > 0 && ((r && xf__user_ptr_bad(r)) || (w && xf__user_ptr_bad(w)) ||
+		       (e && xf__user_ptr_bad(e))))) {
+		xf__errno_set(EFAULT);
+		return true;
+	}
+	return false;
+}
+
+/* Kept only when the kernel may change them: n > 0. */
+static void sets_keep(struct fd_sets *s, int n, fd_set *r, fd_set *w, fd_set *e)
+{
+	if (n <= 0)
+		r = w = e = NULL;
 	*s = (struct fd_sets){.r = r, .w = w, .e = e};
 	if (r)
 		s->r0 = *r;
@@ -288,9 +310,11 @@ XF_INTERPOSE(int, pselect,
 	struct timespec left, *t = NULL;
 	struct fd_sets sets;
 
+	if (select_args_bad(n, r, w, e, timeout))
+		return -1;
 	if (!mask && xf__self_may_wait())
 		return select_as_fiber(n, r, w, e, ts_ms(timeout));
-	sets_keep(&sets, r, w, e);
+	sets_keep(&sets, n, r, w, e);
 	if (timeout) {
 		left = *timeout;
 		t = &left;
@@ -308,6 +332,8 @@ XF_INTERPOSE(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeva
 	struct timespec total, left;
 	struct fd_sets sets;
 
+	if (select_args_bad(n, r, w, e, timeout))
+		return -1;
 	if (xf__self_may_wait()) {
 		struct timespec ts, *tp = NULL;
 		int ready;
@@ -328,7 +354,7 @@ XF_INTERPOSE(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeva
 	 * fiber spent switched out after it: resume from the total. */
 	if (timeout)
 		total = (struct timespec){timeout->tv_sec, timeout->tv_usec * 1000};
-	sets_keep(&sets, r, w, e);
+	sets_keep(&sets, n, r, w, e);
 	return READINESS_WAIT(XF_REAL(select)(n, r, w, e, timeout), {
 		sets_restore(&sets);
 		if (timeout) {
