@@ -383,6 +383,31 @@ fail:
 	return err;
 }
 
+#if !defined(__SANITIZE_ADDRESS__)
+/* Defined in a process that runs ASan's runtime. */
+extern void __asan_init(void) __attribute__((weak));
+#endif
+
+/* A program built with ASan around a library built without it: the
+ * library's stack switches are not announced to ASan (sched/sanitizer.h),
+ * which then reports stack errors that are not there - at the first throw
+ * or longjmp in a fiber (a reviewer's C++ program).  Said once, at
+ * xf_init: the run goes on, but its ASan reports are not to be believed. */
+static void say_sanitizer_mismatch(void)
+{
+#if !defined(__SANITIZE_ADDRESS__)
+	static bool said;
+
+	if (!__asan_init || said)
+		return;
+	said = true;
+	fprintf(stderr, "xfiber: this program runs under AddressSanitizer, but libxfiber was built "
+			"without it: ASan is not told of fiber stack switches and will report "
+			"stack errors that are not there; build libxfiber with "
+			"-DXFIBER_SANITIZE=address (docs/runtime.md, \"Sanitizers\")\n");
+#endif
+}
+
 int xf_init(const xf_config *cfg)
 {
 	static const xf_config defaults;
@@ -395,6 +420,7 @@ int xf_init(const xf_config *cfg)
 		err = io_backend_asked(cfg, &backend);
 	if (err)
 		return err;
+	say_sanitizer_mismatch();
 	if (cfg->amx) {
 		err = xf_xstate_request_amx();
 		if (err)
