@@ -528,7 +528,9 @@ XF_API int xf_timer_start(xf_timer **out, uint64_t after_ns, uint64_t period_ns,
 /* Stops t and frees it, after waiting for a callback that runs - also in a
  * cancelled fiber (from the callback itself it returns at once and t goes
  * when the callback ends).
- * 0, EINVAL for NULL. */
+ * 0, EINVAL for NULL or a timer stopped already (a handle whose memory a
+ * later xf_timer_start reused names that new timer, as a closed
+ * descriptor's number does). */
 XF_API int xf_timer_stop(xf_timer *t);
 
 /* ---------------------------------------------------------------------------

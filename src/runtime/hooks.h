@@ -57,6 +57,7 @@ enum {
 	XF_FORK_ORDER_STACKS = 30,
 	XF_FORK_ORDER_ARENA = 40,
 	XF_FORK_ORDER_BLOCKING = 50,
+	XF_FORK_ORDER_TIMERS = 60,
 };
 
 /* The usual fork hook body: m taken, released, or made new. */

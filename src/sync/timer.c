@@ -15,9 +15,14 @@
  * from timed waits; this is the API's timer, built on them.)
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 
+#include "runtime/hooks.h"
 #include "sched/sched.h"
+
+#define XF_TIMER_MAGIC 0x78746d72u /* "xtmr": started, not yet stopped */
+#define XF_TIMER_DEAD  0xdead71u   /* stopped: on the free list, or about to be */
 
 struct xf_timer {
 	xf_fiber *fiber;
@@ -27,7 +32,54 @@ struct xf_timer {
 	void *arg;
 	_Atomic bool stopped;	 /* xf_timer_stop was called */
 	_Atomic bool self_stop; /* ... from the callback: the fiber frees it */
+	_Atomic uint32_t magic; /* XF_TIMER_MAGIC, XF_TIMER_DEAD */
+	xf_timer *free_next;
 };
+
+/*
+ * Stopped timers are kept for the next start, never given back to malloc:
+ * a second stop of the same handle then reads a timer, whose magic says it
+ * is stopped - EINVAL - rather than freed memory, where its semaphore's
+ * spinlock spun for good (a reviewer's program).  A handle whose timer was
+ * started again since names the new one, as a closed descriptor's number
+ * does.  A lock: starts and stops are no hot path.
+ */
+static struct {
+	pthread_mutex_t lock;
+	xf_timer *head;
+} timers_free = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void timers_fork(enum xf__fork_phase phase)
+{
+	xf__fork_mutex(&timers_free.lock, phase);
+}
+
+XF_HOOK(timers_hook) = {
+    .module = "sync/timer", .fork_order = XF_FORK_ORDER_TIMERS, .fork = timers_fork};
+
+static xf_timer *timer_alloc(void)
+{
+	xf_timer *t;
+
+	pthread_mutex_lock(&timers_free.lock);
+	t = timers_free.head;
+	if (t)
+		timers_free.head = t->free_next;
+	pthread_mutex_unlock(&timers_free.lock);
+	if (!t)
+		return calloc(1, sizeof(*t));
+	*t = (xf_timer){0};
+	return t;
+}
+
+static void timer_free(xf_timer *t)
+{
+	atomic_store(&t->magic, XF_TIMER_DEAD);
+	pthread_mutex_lock(&timers_free.lock);
+	t->free_next = timers_free.head;
+	timers_free.head = t;
+	pthread_mutex_unlock(&timers_free.lock);
+}
 
 static void *timer_main(void *arg)
 {
@@ -49,7 +101,7 @@ static void *timer_main(void *arg)
 			next += ((now - next) / t->period_ns + 1) * t->period_ns;
 	}
 	if (atomic_load(&t->self_stop))
-		free(t); /* stopped from its own callback: nobody joins */
+		timer_free(t); /* stopped from its own callback: nobody joins */
 	return NULL;
 }
 
@@ -63,17 +115,18 @@ int xf_timer_start(xf_timer **out, uint64_t after_ns, uint64_t period_ns, void (
 
 	if (!out || !fn)
 		return EINVAL;
-	t = calloc(1, sizeof(*t));
+	t = timer_alloc();
 	if (!t)
 		return ENOMEM;
 	xf_sem_init(&t->stop, 0);
+	atomic_store(&t->magic, XF_TIMER_MAGIC);
 	t->first_ns = after_ns > UINT64_MAX - now ? UINT64_MAX : now + after_ns;
 	t->period_ns = period_ns;
 	t->fn = fn;
 	t->arg = arg;
 	err = xf_spawn(&t->fiber, timer_main, t, &attr);
 	if (err) {
-		free(t);
+		timer_free(t);
 		return err;
 	}
 	*out = t;
@@ -84,7 +137,8 @@ int xf_timer_stop(xf_timer *t)
 {
 	int err;
 
-	if (!t)
+	/* One stop per start: a second, or a concurrent one, is refused. */
+	if (!t || atomic_exchange(&t->magic, XF_TIMER_DEAD) != XF_TIMER_MAGIC)
 		return EINVAL;
 	atomic_store(&t->stopped, true);
 	if (xf_self() == t->fiber) {
@@ -99,6 +153,6 @@ int xf_timer_stop(xf_timer *t)
 	err = xf_join(t->fiber, NULL);
 	xf_cancel_enable();
 	if (!err)
-		free(t);
+		timer_free(t);
 	return err;
 }

@@ -185,6 +185,19 @@ static void *thread_timers(void *arg)
 	return NULL;
 }
 
+/* A second stop of the same handle: EINVAL, not a spin on a freed
+ * semaphore (a reviewer's program hung there). */
+static void test_twice_stopped(void)
+{
+	struct counting c = {0};
+	xf_timer *t;
+
+	CHECK_ERR(xf_timer_start(&t, 1000 * MS, 0, tick, &c), 0);
+	CHECK_ERR(xf_timer_stop(t), 0);
+	CHECK_ERR(xf_timer_stop(t), EINVAL);
+	CHECK(atomic_load(&c.ticks) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t th;
@@ -195,6 +208,7 @@ int main(int argc, char **argv)
 	CHECK_ERR(xf_init(&(xf_config){.workers = (unsigned)atoi(argv[1]), .slice_us = 100}), 0);
 	CHECK_ERR(xf_timer_start(NULL, 0, 0, tick, NULL), EINVAL);
 	CHECK_ERR(xf_timer_stop(NULL), EINVAL);
+	test_twice_stopped();
 	test_once();
 	test_periodic();
 	test_behind();
