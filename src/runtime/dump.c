@@ -135,6 +135,10 @@ static void dump_fiber(struct xf__text *o, struct xf_fiber *f, const struct xf_f
 	} else if (running) {
 		xf__text_printf(o, "running on worker %u (thread %d)", worker,
 				xf__rt.workers[worker].tid);
+		/* Its thread waits in the kernel, in a futex the C library or
+		 * libstdc++ waits on: running, for the worker is not free. */
+		if (__atomic_load_n(&f->blocking, __ATOMIC_RELAXED) == XF_BLOCKING_AT_WAIT)
+			xf__text_printf(o, ", in a pthread, C11 or C++ lock or wait");
 	} else if (!settles_off_cpu(f)) {
 		xf__text_printf(o, "switching out");
 	} else if (!switch_frame_valid(f)) {

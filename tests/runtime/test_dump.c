@@ -9,12 +9,16 @@
  *   badenv   XFIBER_DUMP_SIGNAL=NOPE: one line says so; the runtime runs.
  *   badfd    xf_dump(-1) and a closed descriptor: EBADF.
  *   idle     with no runtime: one line, 0.
+ *   kernelwait  a fiber alone on its worker, in pthread_mutex_lock of a
+ *            mutex another fiber holds: running, its thread in the kernel,
+ *            and the dump says in what.
  *
  * usage: runtime_test_dump CASE [PATH of runtime_fiber_states]
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +150,50 @@ static void run_badenv(void)
 	CHECK_ERR(xf_shutdown(), 0);
 }
 
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+
+static void *lock_held(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&held);
+	pthread_mutex_unlock(&held);
+	return NULL;
+}
+
+static void check_kernel_wait(void)
+{
+	xf_attr on1 = XF_ATTR_INIT;
+	xf_fiber *f;
+	char path[] = "/tmp/xfiber-dump-XXXXXX", proc[64];
+	int fd = mkstemp(path);
+	char *dump, *block;
+
+	CHECK(fd >= 0);
+	unlink(path);
+	CHECK_ERR(xf_init(&(xf_config){.workers = 2}), 0);
+	pthread_mutex_lock(&held);
+	on1.pinned = true;
+	on1.worker = 1;
+	on1.name = "kernel-waiter";
+	CHECK_ERR(xf_spawn(&f, lock_held, NULL, &on1), 0);
+	xf_sleep_ns(100 * 1000 * 1000); /* it has reached the kernel's wait */
+	CHECK_ERR(xf_dump(fd), 0);
+	pthread_mutex_unlock(&held);
+	CHECK_ERR(xf_join(f, NULL), 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	dump = read_file(proc);
+	CHECK(dump);
+	block = fiber_block(dump, "kernel-waiter");
+	if (!block || !strstr(block, "[running on worker 1 (thread ") ||
+	    !strstr(block, "), in a pthread, C11 or C++ lock or wait]"))
+		xf_test_fail("the fiber in pthread_mutex_lock is not described so:\n%s", dump);
+	printf("kernelwait: %.*s\n", (int)strcspn(block, "\n"), block);
+	free(block);
+	free(dump);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *c = argc > 1 ? argv[1] : "";
@@ -179,6 +227,8 @@ int main(int argc, char **argv)
 		close(fds[1]);
 		CHECK_ERR(xf_dump(fds[1]), EBADF);
 		close(fds[0]);
+	} else if (!strcmp(c, "kernelwait")) {
+		check_kernel_wait();
 	} else if (!strcmp(c, "idle")) {
 		int fds[2];
 		ssize_t n;
@@ -190,7 +240,9 @@ int main(int argc, char **argv)
 		out[n] = 0;
 		CHECK(!strcmp(out, "xfiber: no runtime\n"));
 	} else {
-		fprintf(stderr, "usage: %s states PROG | signal | badenv | badfd | idle\n", argv[0]);
+		fprintf(stderr,
+			"usage: %s states PROG | signal | badenv | badfd | idle | kernelwait\n",
+			argv[0]);
 		return 2;
 	}
 	return 0;
