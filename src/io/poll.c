@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <time.h>
@@ -162,6 +163,10 @@ XF_INTERPOSE(int, epoll_pwait2,
 	uint64_t start = xf__now_ns();
 	struct timespec left, *t = NULL;
 
+	if (timeout && xf__user_ptr_bad(timeout)) { /* read below, before the kernel */
+		xf__errno_set(EFAULT);
+		return -1;
+	}
 	if (!mask && xf__self_may_wait())
 		return epoll_as_fiber(epfd, ev, max, ts_ms(timeout));
 	if (timeout) {
@@ -200,15 +205,35 @@ XF_INTERPOSE(int, ppoll,
 			      if (timeout) left = ts_left(timeout, start));
 }
 
+/* The bytes of a set that the kernel reads and writes back for n: the
+ * longs that hold bits 0 to n - 1 (none for n <= 0), which may run past
+ * FD_SETSIZE - the kernel's only bound is the descriptor table. */
+static size_t set_bytes(int n)
+{
+	return n > 0 ? ((size_t)n + NFDBITS - 1) / NFDBITS * sizeof(fd_mask) : 0;
+}
+
+/* FD_ISSET and FD_SET without their FD_SETSIZE bound (fortified: abort). */
+static bool bit_get(const fd_set *set, int fd)
+{
+	return ((const fd_mask *)set)[fd / NFDBITS] & ((fd_mask)1 << (fd % NFDBITS));
+}
+
+static void bit_set(fd_set *set, int fd)
+{
+	((fd_mask *)set)[fd / NFDBITS] |= (fd_mask)1 << (fd % NFDBITS);
+}
+
 /* select() as xf_poll: the sets become pollfds and back; the number of
  * bits set, as select counts. */
 static int select_as_fiber(int n, fd_set *r, fd_set *w, fd_set *e, int timeout_ms)
 {
+	const size_t bytes = set_bytes(n);
 	struct pollfd *p;
 	nfds_t np = 0;
 	int ready, count = 0;
 
-	if (n < 0 || n > FD_SETSIZE) {
+	if (n < 0) {
 		xf__errno_set(EINVAL);
 		return -1;
 	}
@@ -218,9 +243,9 @@ static int select_as_fiber(int n, fd_set *r, fd_set *w, fd_set *e, int timeout_m
 		return -1;
 	}
 	for (int fd = 0; fd < n; fd++) {
-		short ev = (short)((r && FD_ISSET(fd, r) ? POLLIN : 0) |
-				   (w && FD_ISSET(fd, w) ? POLLOUT : 0) |
-				   (e && FD_ISSET(fd, e) ? POLLPRI : 0));
+		short ev = (short)((r && bit_get(r, fd) ? POLLIN : 0) |
+				   (w && bit_get(w, fd) ? POLLOUT : 0) |
+				   (e && bit_get(e, fd) ? POLLPRI : 0));
 
 		if (ev)
 			p[np++] = (struct pollfd){.fd = fd, .events = ev};
@@ -237,31 +262,35 @@ static int select_as_fiber(int n, fd_set *r, fd_set *w, fd_set *e, int timeout_m
 			return -1;
 		}
 	}
-	/* As the kernel, which writes the sets back only for n > 0. */
-	if (r && n > 0)
-		FD_ZERO(r);
-	if (w && n > 0)
-		FD_ZERO(w);
-	if (e && n > 0)
-		FD_ZERO(e);
+	/* As the kernel: the words that hold bits below n, and no more. */
+	if (r)
+		memset(r, 0, bytes);
+	if (w)
+		memset(w, 0, bytes);
+	if (e)
+		memset(e, 0, bytes);
 	for (nfds_t i = 0; i < np; i++) {
 		short rv = p[i].revents;
 
 		if (r && (p[i].events & POLLIN) && (rv & (POLLIN | POLLHUP | POLLERR)))
-			FD_SET(p[i].fd, r), count++;
+			bit_set(r, p[i].fd), count++;
 		if (w && (p[i].events & POLLOUT) && (rv & (POLLOUT | POLLERR)))
-			FD_SET(p[i].fd, w), count++;
+			bit_set(w, p[i].fd), count++;
 		if (e && (p[i].events & POLLPRI) && (rv & POLLPRI))
-			FD_SET(p[i].fd, e), count++;
+			bit_set(e, p[i].fd), count++;
 	}
 	free(p);
 	return count;
 }
 
-/* select()'s sets as the caller passed them: a cut-short call changed them. */
+/* select()'s sets as the caller passed them: a cut-short call changed them.
+ * Only the bytes the kernel reads and writes (set_bytes): a set sized for n
+ * - libevent allocates them so - may end there. */
 struct fd_sets {
 	fd_set *r, *w, *e;
-	fd_set r0, w0, e0;
+	size_t bytes;
+	unsigned char *saved; /* r, w, e: bytes each */
+	unsigned char saved_here[3 * sizeof(fd_set)];
 };
 
 /* Whether select's arguments, read here before the kernel reads them,
@@ -278,28 +307,38 @@ static bool select_args_bad(int n, fd_set *r, fd_set *w, fd_set *e, const void *
 	return false;
 }
 
-/* Kept only when the kernel may change them: n > 0. */
-static void sets_keep(struct fd_sets *s, int n, fd_set *r, fd_set *w, fd_set *e)
+/* Kept only when the kernel may change them: n > 0.  ENOMEM for sets past
+ * FD_SETSIZE that no memory can keep. */
+static int sets_keep(struct fd_sets *s, int n, fd_set *r, fd_set *w, fd_set *e)
 {
-	if (n <= 0)
-		r = w = e = NULL;
-	*s = (struct fd_sets){.r = r, .w = w, .e = e};
-	if (r)
-		s->r0 = *r;
-	if (w)
-		s->w0 = *w;
-	if (e)
-		s->e0 = *e;
+	fd_set *sets[3] = {r, w, e};
+
+	*s = (struct fd_sets){.r = r, .w = w, .e = e, .bytes = set_bytes(n)};
+	s->saved = s->bytes <= sizeof(fd_set) ? s->saved_here : malloc(3 * s->bytes);
+	if (!s->saved) {
+		xf__errno_set(ENOMEM);
+		return -1;
+	}
+	for (int i = 0; i < 3; i++)
+		if (sets[i])
+			memcpy(s->saved + i * s->bytes, sets[i], s->bytes);
+	return 0;
 }
 
 static void sets_restore(const struct fd_sets *s)
 {
-	if (s->r)
-		*s->r = s->r0;
-	if (s->w)
-		*s->w = s->w0;
-	if (s->e)
-		*s->e = s->e0;
+	fd_set *sets[3] = {s->r, s->w, s->e};
+
+	for (int i = 0; i < 3; i++)
+		if (sets[i])
+			memcpy(sets[i], s->saved + i * s->bytes, s->bytes);
+}
+
+static int sets_done(struct fd_sets *s, int result)
+{
+	if (s->saved != s->saved_here)
+		free(s->saved);
+	return result;
 }
 
 XF_INTERPOSE(int, pselect,
@@ -314,16 +353,17 @@ XF_INTERPOSE(int, pselect,
 		return -1;
 	if (!mask && xf__self_may_wait())
 		return select_as_fiber(n, r, w, e, ts_ms(timeout));
-	sets_keep(&sets, n, r, w, e);
+	if (sets_keep(&sets, n, r, w, e))
+		return -1;
 	if (timeout) {
 		left = *timeout;
 		t = &left;
 	}
-	return READINESS_WAIT(XF_REAL(pselect)(n, r, w, e, t, mask), {
+	return sets_done(&sets, READINESS_WAIT(XF_REAL(pselect)(n, r, w, e, t, mask), {
 		if (timeout)
 			left = ts_left(timeout, start);
 		sets_restore(&sets);
-	});
+	}));
 }
 
 XF_INTERPOSE(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout))
@@ -354,15 +394,16 @@ XF_INTERPOSE(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeva
 	 * fiber spent switched out after it: resume from the total. */
 	if (timeout)
 		total = (struct timespec){timeout->tv_sec, timeout->tv_usec * 1000};
-	sets_keep(&sets, n, r, w, e);
-	return READINESS_WAIT(XF_REAL(select)(n, r, w, e, timeout), {
+	if (sets_keep(&sets, n, r, w, e))
+		return -1;
+	return sets_done(&sets, READINESS_WAIT(XF_REAL(select)(n, r, w, e, timeout), {
 		sets_restore(&sets);
 		if (timeout) {
 			left = ts_left(&total, start);
 			timeout->tv_sec = left.tv_sec;
 			timeout->tv_usec = left.tv_nsec / 1000;
 		}
-	});
+	}));
 }
 
 /* xf_init: every definition replaced here found once, in advance (and this

@@ -22,7 +22,11 @@
  *   inherited  a blocking and a non-blocking descriptor: waits either way,
  *              and the O_NONBLOCK flag is left as it was
  *   errors     a bad fd, a closed fd, EPIPE, a full blocking pool, and a
- *              fiber waiting on I/O when xf_shutdown is called (ECANCELED)
+ *              fiber waiting on I/O when xf_shutdown is called (ECANCELED);
+ *              arguments in the page at 0 (EFAULT)
+ *   select_sized  select's sets read and written only as far as n, in a
+ *              fiber and a plain thread: a set sized for n, a bit above it,
+ *              a descriptor past FD_SETSIZE
  *   file       xf_open, xf_pwrite, xf_fsync, xf_pread, xf_read of a file
  *   posix      what the blocking calls do that non-blocking ones do not:
  *              recv with MSG_WAITALL waits for all its bytes; a socket's own
@@ -54,6 +58,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/select.h>
@@ -991,8 +996,92 @@ static void check_efault(int fd)
 	tv = (struct timeval){0, 1000};
 	CHECK(select(0, bad_ptr, NULL, NULL, &tv) == 0); /* n = 0: the sets are never read */
 	CHECK(pselect(1, bad_ptr, NULL, NULL, &ts, NULL) == -1 && errno == EFAULT);
+	{
+		struct epoll_event ev;
+		int ep = epoll_create1(EPOLL_CLOEXEC);
+
+		CHECK(ep >= 0);
+		CHECK(epoll_pwait2(ep, &ev, 1, bad_ptr, NULL) == -1 && errno == EFAULT);
+		close(ep);
+	}
 	CHECK(xf_readv(fd, bad_ptr, 1) == -1 && errno == EFAULT);
 	CHECK(xf_writev(fd, bad_ptr, 1) == -1 && errno == EFAULT);
+}
+
+/* select() as the kernel does it, in a fiber (the runtime's own, over
+ * xf_poll) and in a plain thread (the kernel's, waited for): a set sized
+ * for n is read and written no further (libevent allocates them so), a bit
+ * above n's last word stays, and n may pass FD_SETSIZE.  Returns 0, or the
+ * line that failed (a thread cannot fail the test itself). */
+struct sized_set {
+	fd_mask set[1];
+	fd_mask canary;
+};
+
+static void *check_select_sized(void *arg)
+{
+	int *fds = arg; /* a readable pipe end, and a descriptor past FD_SETSIZE or -1 */
+	struct sized_set small = {.canary = (fd_mask)0x5a5a5a5a5a5a5a5aull};
+	struct timeval tv = {0, 0};
+	fd_set big;
+
+	small.set[0] = (fd_mask)1 << fds[0];
+	if (select(fds[0] + 1, (fd_set *)small.set, NULL, NULL, &tv) != 1 ||
+	    small.set[0] != (fd_mask)1 << fds[0] || small.canary != (fd_mask)0x5a5a5a5a5a5a5a5aull)
+		return (void *)(intptr_t)__LINE__;
+	FD_ZERO(&big);
+	FD_SET(fds[0], &big);
+	FD_SET(100, &big); /* past n's only word: the kernel leaves it */
+	tv = (struct timeval){0, 0};
+	if (select(fds[0] + 1, &big, NULL, NULL, &tv) != 1 || !FD_ISSET(fds[0], &big) ||
+	    !FD_ISSET(100, &big))
+		return (void *)(intptr_t)__LINE__;
+	if (fds[1] >= 0) {
+		size_t words = (size_t)fds[1] / NFDBITS + 1;
+		fd_mask *wide = calloc(words, sizeof(fd_mask));
+
+		if (!wide)
+			return (void *)(intptr_t)__LINE__;
+		wide[fds[1] / NFDBITS] = (fd_mask)1 << (fds[1] % NFDBITS);
+		tv = (struct timeval){0, 0};
+		if (select(fds[1] + 1, (fd_set *)wide, NULL, NULL, &tv) != 1 ||
+		    wide[fds[1] / NFDBITS] != (fd_mask)1 << (fds[1] % NFDBITS)) {
+			free(wide);
+			return (void *)(intptr_t)__LINE__;
+		}
+		free(wide);
+	}
+	return NULL;
+}
+
+static void test_select_sized(void)
+{
+	struct rlimit lim;
+	int p[2], fds[2] = {-1, -1};
+	xf_fiber *f;
+	pthread_t t;
+	void *r;
+
+	CHECK(pipe(p) == 0 && write(p[1], "x", 1) == 1);
+	fds[0] = p[0];
+	/* A descriptor numbered past FD_SETSIZE, where the limit allows one. */
+	if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_max > FD_SETSIZE + 8) {
+		lim.rlim_cur = FD_SETSIZE + 8;
+		if (setrlimit(RLIMIT_NOFILE, &lim) == 0)
+			fds[1] = fcntl(p[0], F_DUPFD, FD_SETSIZE + 4);
+	}
+	CHECK_ERR(xf_init(&(xf_config){.workers = 2}), 0);
+	CHECK_ERR(xf_spawn(&f, check_select_sized, fds, NULL), 0);
+	CHECK_ERR(xf_join(f, &r), 0);
+	if (r)
+		xf_test_fail("select in a fiber: line %d", (int)(intptr_t)r);
+	CHECK(pthread_create(&t, NULL, check_select_sized, fds) == 0);
+	CHECK(pthread_join(t, &r) == 0);
+	if (r)
+		xf_test_fail("select in a plain thread: line %d", (int)(intptr_t)r);
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("select_sized: sets read and written as far as n, %s\n",
+	       fds[1] >= 0 ? "and past FD_SETSIZE" : "FD_SETSIZE not passed (limit)");
 }
 
 static void test_errors(void)
@@ -1529,6 +1618,7 @@ int main(int argc, char **argv)
 	    {"cross", test_cross},
 	    {"inherited", test_inherited},
 	    {"errors", test_errors},
+	    {"select_sized", test_select_sized},
 	    {"file", test_file},
 	    {"multi", test_multi},
 	    {"posix", test_posix},
