@@ -20,8 +20,9 @@
  *
  * A stack of another size (xf_attr.stack_size) has a mapping of its own,
  * and goes to a pool of its size when freed, without a worker's cache: up
- * to XF_STACK_SIZES - 1 sizes are pooled, the scavenger ages them as the
- * default's, and one of yet another size is unmapped.  Mapping, guarding
+ * to XF_STACK_SIZES - 1 sizes, XF_SIZED_POOL_MAX stacks each, which the
+ * scavenger unmaps once nobody reused them for a period or two; one of yet
+ * another size, or past the bound, is unmapped at once.  Mapping, guarding
  * and unmapping took 21-25 us a spawn+join here, against 0.8 us from a
  * pool (a reviewer's program, 16 KiB to 512 KiB stacks).
  *
@@ -72,6 +73,14 @@ struct stack_list {
 
 /* The sizes pooled: the default's first, then others as they are freed. */
 #define XF_STACK_SIZES 8
+/* Stacks a pool of another size keeps at most.  Each is a mapping of its
+ * own, two with an mprotect guard (kernels before 6.13): a pool that kept
+ * every stack of a burst until shutdown held its share of the 65,530 a
+ * process may have, and bursts of a few sizes, each well within the limit,
+ * then failed with ENOMEM (a reviewer's program: 12,000 fibers of 4 sizes
+ * under XFIBER_STACK_GUARD=mprotect).  The scavenger unmaps the ones
+ * nobody reused, rather than giving back their pages. */
+#define XF_SIZED_POOL_MAX 64
 
 /* Stacks of one usable size no worker caches, by how long ago they were
  * freed: `warm` since the last scavenge, `aging` since the one before,
@@ -335,7 +344,8 @@ static bool pool_pop(struct stack_pool *p, struct xf__stack *out)
  * held. */
 static void pool_push(struct stack_pool *p, struct xf__stack *s)
 {
-	if (list_push(&p->warm, s))
+	if ((!s->region || p->warm.nr + p->aging.nr + p->cold.nr < XF_SIZED_POOL_MAX) &&
+	    list_push(&p->warm, s))
 		return;
 	if (!s->region) {
 		madvise(s->base, s->size, MADV_DONTNEED);
@@ -465,23 +475,26 @@ static void scavenge_pool(struct stack_pool *p, bool default_size)
 	p->scavenging = old.nr;
 	pthread_mutex_unlock(&stacks.lock);
 
-	for (size_t i = 0; i < old.nr; i++)
-		madvise(old.v[i].base, old.v[i].size, MADV_DONTNEED);
+	/* The default size's are a slab's: their pages go back.  Another
+	 * size's are mappings of their own: they go. */
+	for (size_t i = 0; i < old.nr; i++) {
+		if (default_size) {
+			madvise(old.v[i].base, old.v[i].size, MADV_DONTNEED);
+		} else {
+			XF_VALGRIND_STACK_DEREGISTER(old.v[i].valgrind_id);
+			munmap(old.v[i].region, XF_GUARD_SIZE + old.v[i].size);
+		}
+	}
+	if (!default_size)
+		old.nr = 0;
 
 	pthread_mutex_lock(&stacks.lock);
 	if (default_size)
 		stacks.scavenged += old.nr;
 	p->scavenging = 0;
-	for (size_t i = 0; i < old.nr; i++) {
-		if (list_push(&p->cold, &old.v[i]))
-			continue;
-		/* No memory to keep it: a slab's is leaked until shutdown,
-		 * pages already given back; one of its own goes now. */
-		if (old.v[i].region) {
-			XF_VALGRIND_STACK_DEREGISTER(old.v[i].valgrind_id);
-			munmap(old.v[i].region, XF_GUARD_SIZE + old.v[i].size);
-		}
-	}
+	for (size_t i = 0; i < old.nr; i++)
+		if (!list_push(&p->cold, &old.v[i]))
+			break; /* leaked until shutdown, pages already given back */
 	old.nr = 0;
 	if (!p->spare.v)
 		p->spare = old;

@@ -11,9 +11,16 @@
  *             leave in the shared pool give their pages back within a few
  *             seconds (the scavenger), and the next burst reuses them
  *             instead of making new ones
+ *   sized     bursts of 5,000 fibers of four stack sizes other than the
+ *             default, under mprotect guards (two mappings a stack): the
+ *             pools keep 64 stacks a size and the scavenger unmaps those
+ *             nobody reuses, so the process's mappings come back to where
+ *             they were (pools that kept every stack ran out of
+ *             vm.max_map_count)
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,14 +140,69 @@ static void test_scavenge(void)
 	printf("scavenge: the pool gave its pages back and was reused\n");
 }
 
+static long mappings(void)
+{
+	FILE *maps = fopen("/proc/self/maps", "r");
+	long n = 0;
+	int c;
+
+	CHECK(maps);
+	while ((c = fgetc(maps)) != EOF)
+		n += c == '\n';
+	fclose(maps);
+	return n;
+}
+
+static void test_sized(void)
+{
+	xf_fiber **f = calloc(BURST, sizeof(*f));
+	long before, after = 0;
+	int waited_ms = 0;
+
+	CHECK(f);
+	setenv("XFIBER_STACK_GUARD", "mprotect", 1);
+	CHECK_ERR(xf_init(&(xf_config){.workers = 2}), 0);
+	CHECK_ERR(xf_sem_init(&gate, 0), 0);
+	before = mappings();
+	for (int s = 0; s < 4; s++) {
+		xf_attr attr = XF_ATTR_INIT;
+
+		attr.stack_size = (32 + 16 * (size_t)s) * 1024;
+		for (int i = 0; i < BURST; i++)
+			CHECK_ERR(xf_spawn(&f[i], waits_at_gate, NULL, &attr), 0);
+		for (int i = 0; i < BURST; i++)
+			CHECK_ERR(xf_sem_post(&gate), 0);
+		for (int i = 0; i < BURST; i++)
+			CHECK_ERR(xf_join(f[i], NULL), 0);
+	}
+	/* What the pools keep: 64 stacks of each size, at most. */
+	if (mappings() > before + 4 * 64 * 2 + 32)
+		xf_test_fail("%ld mappings after 4 bursts of %d fibers, %ld before", mappings(),
+			     BURST, before);
+	/* The scavenger unmaps those nobody reused: two passes at most. */
+	while (waited_ms < 20000 && (after = mappings()) > before + 32) {
+		xf_sleep_ns(100 * 1000 * 1000);
+		waited_ms += 100;
+	}
+	CHECK_ERR(xf_shutdown(), 0);
+	free(f);
+	if (after > before + 32)
+		xf_test_fail("%ld mappings %d ms after the bursts, %ld before", after, waited_ms,
+			     before);
+	printf("sized: %ld mappings before, %ld %d ms after 4 bursts of %d fibers\n", before, after,
+	       waited_ms, BURST);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		xf_test_fail("usage: test_memory acceptor|scavenge");
+		xf_test_fail("usage: test_memory acceptor|scavenge|sized");
 	if (!strcmp(argv[1], "acceptor"))
 		test_acceptor();
 	else if (!strcmp(argv[1], "scavenge"))
 		test_scavenge();
+	else if (!strcmp(argv[1], "sized"))
+		test_sized();
 	else
 		xf_test_fail("unknown case %s", argv[1]);
 	return 0;
