@@ -312,7 +312,7 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	xf__runq_fixed_update(w, f);
 }
 
-void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
+static void handle(int sig, siginfo_t *si, void *ucv, uint32_t word)
 {
 	ucontext_t *uc = ucv;
 	const uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -375,6 +375,21 @@ void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
 		break;
 	}
 	*w->errno_ptr = saved_errno;
+}
+
+void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
+{
+	struct xf__worker *w = xf__this_worker();
+	/* Counted on the context it lands on, which it returns to (a
+	 * preempted fiber resumes here, on this thread): how many of that
+	 * stack's frames are this handler's, for the overflow report. */
+	struct xf_fiber *f = w ? w->current : NULL;
+
+	if (f)
+		f->handler_nesting++;
+	handle(sig, si, ucv, word);
+	if (f)
+		f->handler_nesting--;
 }
 
 /* --- AMX without permission: name the fiber, say what to set --- */

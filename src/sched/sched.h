@@ -187,6 +187,9 @@ struct xf_fiber {
 
 	void **specific; /* fiber-local values, XF_KEYS_MAX of them, allocated lazily */
 	uint32_t preempt_signals; /* the runtime's signals that reached it (sleep.c) */
+	/* Handlers of the preemption signal running on its stack, nested: an
+	 * overflow with many is a flood's (sched/stack.c). */
+	uint32_t handler_nesting;
 	uint32_t polls;		  /* rounds of its current wait as a fiber, */
 	uint64_t poll_last_ns;	  /* and when the last one ended (sync/pthread.c) */
 	void (*once_init)(void);  /* the routine of its pthread_once call (sync/pthread.c) */

@@ -646,10 +646,12 @@ static void restore_preempt_signal(const ucontext_t *uc)
 		xf__preempt_signal_unblock();
 }
 
-/* Handlers of the preemption signal nested on the faulting stack beyond
- * which an overflow is a flood's: each entry raises the soft mask by one
- * (signal_entry_x86_64_sysv_elf_gas.S), and the runtime's own sections and
- * a tick landing in one add a level or two, never this many. */
+/* Handlers of the preemption signal nested on the faulting stack
+ * (xf_fiber.handler_nesting, counted by preempt/signal.c) beyond which an
+ * overflow is a flood's: one tick in flight at a time nests one or two.
+ * Not the soft mask's nesting, which a fiber's own critical sections raise
+ * too (xf_preempt_disable; stdio's locks): 8 nested flockfile()s and a
+ * deep recursion were blamed on a flood (a reviewer's program). */
 #define XF_FLOOD_NESTING 8
 
 static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, void *uc)
@@ -657,8 +659,7 @@ static __attribute__((unused)) void overflow_handler(int sig, siginfo_t *si, voi
 	struct xf__worker *w = xf__this_worker();
 	struct xf_fiber *f = w ? w->current : NULL;
 	const enum overflow kind = overflow_kind(f, si, uc);
-	/* The faulting context's soft mask: this handler leaves it alone. */
-	const uint32_t nesting = xf__preempt_word_get() & XF_PREEMPT_NESTING;
+	const uint32_t nesting = f ? f->handler_nesting : 0;
 
 	if (kind != NOT_OURS) {
 		/* Only async-signal-safe calls from here on. */

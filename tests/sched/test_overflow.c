@@ -10,6 +10,8 @@
  *           kernel's frame does not fit;
  *   reused  a 64 KiB stack (not the default size) freed to its pool and
  *           taken again by a fiber that overflows it: its guard is there;
+ *   sections  a plain overflow inside 12 nested critical sections of the
+ *           fiber's own: reported plainly, no flood blamed;
  *   gp      a general-protection fault at that same depth is not a stack
  *           overflow, though it too comes as SI_KERNEL without an address:
  *           the child dies of SIGSEGV as it would without xfiber;
@@ -168,12 +170,30 @@ static void child_reused(void)
 	xf_attr attr = XF_ATTR_INIT;
 	xf_fiber *f;
 
+	depth_limit = 1 << 30; /* the gp case set it: no bottom, the stack ends first */
+	bottom_action = RETURN;
 	xf_init(&(xf_config){.workers = 1, .cooperative = true});
 	attr.stack_size = 64 * 1024;
 	xf_spawn(&f, spin_once, NULL, &attr);
 	xf_join(f, NULL);
 	xf_spawn(&f, overflow, NULL, &attr); /* the same stack, from the pool */
 	xf_join(f, NULL);		     /* returns only if the overflow went unnoticed */
+}
+
+/* A plain overflow in a fiber inside nested critical sections of its own
+ * (the soft mask raised, as stdio's locks raise it): no flood to blame. */
+static void *overflow_in_sections(void *arg)
+{
+	for (int i = 0; i < 12; i++)
+		xf_preempt_disable();
+	return overflow(arg);
+}
+
+static void child_sections(void)
+{
+	depth_limit = 1 << 30; /* the gp case set it: no bottom, the stack ends first */
+	bottom_action = RETURN;
+	run_one_fiber(overflow_in_sections);
 }
 
 static jmp_buf recovered;
@@ -330,6 +350,13 @@ int main(void)
 			     "0x%x); stderr was: %s",
 			     status, out);
 	printf("reused: %s", out);
+
+	status = xf_test_run_child(child_sections, out, sizeof(out));
+	if (!reported(status, out, fiber2, NULL) || strstr(out, flood))
+		xf_test_fail("sections: an overflow inside 12 critical sections was not reported "
+			     "plainly (status 0x%x); stderr was: %s",
+			     status, out);
+	printf("sections: %s", out);
 
 	status = xf_test_run_child(child_forward, out, sizeof(out));
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
