@@ -698,7 +698,11 @@ public:
 	{
 		if (!t_)
 			return;
-		bool from_callback = st_->calling.load(std::memory_order_relaxed) == xf_self();
+		// Only a fiber runs the callback: in a plain thread xf_self() is
+		// null, as calling is while no callback runs, and that is no
+		// self-stop (the state leaked: a reviewer's program).
+		xf_fiber *self = xf_self();
+		bool from_callback = self && st_->calling.load(std::memory_order_relaxed) == self;
 		xf_timer_stop(std::exchange(t_, nullptr));
 		if (from_callback) {
 			// The callback runs on in this very fiber: it frees its state.

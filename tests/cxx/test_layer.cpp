@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -503,6 +504,15 @@ void test_timer()
 	xf::timer o(1ms, [&] { once = true; });
 	xf::this_fiber::sleep_for(20ms);
 	CHECK(once);
+	// Destroyed in a plain thread, where no fiber runs the callback: its
+	// state goes with it (a plain thread's null xf_self() was taken for
+	// the callback's own fiber, and the state leaked).
+	auto captured = std::make_shared<int>(7);
+	std::thread([captured] {
+		for (int i = 0; i < 10; i++)
+			xf::timer never(1h, [captured] { (void)captured; });
+	}).join();
+	CHECK(captured.use_count() == 1);
 }
 
 } // namespace
