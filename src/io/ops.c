@@ -501,12 +501,13 @@ static bool iovcnt_bad(int iovcnt)
 	return true;
 }
 
-/* A vector in the page at 0, which the kernel would refuse. */
-static bool iov_bad(const struct iovec *iov, int iovcnt)
+/* A vector in the page at 0, which the kernel would refuse: EFAULT - or
+ * EBADF, which the kernel says first, for a descriptor that is none. */
+static bool iov_bad(int fd, const struct iovec *iov, int iovcnt)
 {
 	if (!iovcnt || !xf__user_ptr_bad(iov))
 		return false;
-	xf__errno_set(EFAULT);
+	xf__errno_set(fcntl(fd, F_GETFD) < 0 ? EBADF : EFAULT);
 	return true;
 }
 
@@ -514,14 +515,14 @@ ssize_t xf_readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	if (!xf__self_may_wait())
 		return readv(fd, iov, iovcnt);
-	return iovcnt_bad(iovcnt) || iov_bad(iov, iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, false);
+	return iovcnt_bad(iovcnt) || iov_bad(fd, iov, iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, false);
 }
 
 ssize_t xf_writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	if (!xf__self_may_wait())
 		return writev(fd, iov, iovcnt);
-	return iovcnt_bad(iovcnt) || iov_bad(iov, iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, true);
+	return iovcnt_bad(iovcnt) || iov_bad(fd, iov, iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, true);
 }
 
 ssize_t xf_recv(int fd, void *buf, size_t n, int flags)

@@ -1005,6 +1005,7 @@ static void check_efault(int fd)
 		close(ep);
 	}
 	CHECK(xf_readv(fd, bad_ptr, 1) == -1 && errno == EFAULT);
+	CHECK(xf_readv(-1, bad_ptr, 1) == -1 && errno == EBADF); /* the kernel's order */
 	CHECK(xf_writev(fd, bad_ptr, 1) == -1 && errno == EFAULT);
 }
 
