@@ -213,15 +213,17 @@ static size_t set_bytes(int n)
 	return n > 0 ? ((size_t)n + NFDBITS - 1) / NFDBITS * sizeof(fd_mask) : 0;
 }
 
-/* FD_ISSET and FD_SET without their FD_SETSIZE bound (fortified: abort). */
+/* FD_ISSET and FD_SET without their FD_SETSIZE bound (fortified: abort).
+ * Unsigned words: fd_mask is a signed long, and 1 << 63 in it is
+ * undefined (UBSan's complaint at descriptor 63). */
 static bool bit_get(const fd_set *set, int fd)
 {
-	return ((const fd_mask *)set)[fd / NFDBITS] & ((fd_mask)1 << (fd % NFDBITS));
+	return ((const unsigned long *)set)[fd / NFDBITS] >> (fd % NFDBITS) & 1;
 }
 
 static void bit_set(fd_set *set, int fd)
 {
-	((fd_mask *)set)[fd / NFDBITS] |= (fd_mask)1 << (fd % NFDBITS);
+	((unsigned long *)set)[fd / NFDBITS] |= 1ul << (fd % NFDBITS);
 }
 
 /* select() as xf_poll: the sets become pollfds and back; the number of

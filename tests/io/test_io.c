@@ -1026,9 +1026,10 @@ static void *check_select_sized(void *arg)
 	struct timeval tv = {0, 0};
 	fd_set big;
 
-	small.set[0] = (fd_mask)1 << fds[0];
+	small.set[0] = (fd_mask)(1ul << fds[0]);
 	if (select(fds[0] + 1, (fd_set *)small.set, NULL, NULL, &tv) != 1 ||
-	    small.set[0] != (fd_mask)1 << fds[0] || small.canary != (fd_mask)0x5a5a5a5a5a5a5a5aull)
+	    small.set[0] != (fd_mask)(1ul << fds[0]) ||
+	    small.canary != (fd_mask)0x5a5a5a5a5a5a5a5aull)
 		return (void *)(intptr_t)__LINE__;
 	FD_ZERO(&big);
 	FD_SET(fds[0], &big);
@@ -1043,10 +1044,10 @@ static void *check_select_sized(void *arg)
 
 		if (!wide)
 			return (void *)(intptr_t)__LINE__;
-		wide[fds[1] / NFDBITS] = (fd_mask)1 << (fds[1] % NFDBITS);
+		wide[fds[1] / NFDBITS] = (fd_mask)(1ul << (fds[1] % NFDBITS));
 		tv = (struct timeval){0, 0};
 		if (select(fds[1] + 1, (fd_set *)wide, NULL, NULL, &tv) != 1 ||
-		    wide[fds[1] / NFDBITS] != (fd_mask)1 << (fds[1] % NFDBITS)) {
+		    wide[fds[1] / NFDBITS] != (fd_mask)(1ul << (fds[1] % NFDBITS))) {
 			free(wide);
 			return (void *)(intptr_t)__LINE__;
 		}
