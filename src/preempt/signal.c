@@ -312,11 +312,11 @@ static void preempt(struct xf__worker *w, struct xf_fiber *f, const ucontext_t *
 	xf__runq_fixed_update(w, f);
 }
 
-static void handle(int sig, siginfo_t *si, void *ucv, uint32_t word)
+/* w: this thread's worker, or NULL. */
+static void handle(struct xf__worker *w, int sig, siginfo_t *si, void *ucv, uint32_t word)
 {
 	ucontext_t *uc = ucv;
 	const uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	struct xf__worker *w = xf__this_worker();
 	struct xf_fiber *f;
 	enum where at;
 	int saved_errno;
@@ -387,7 +387,7 @@ void xf__preempt_handler(int sig, siginfo_t *si, void *ucv, uint32_t word)
 
 	if (f)
 		f->handler_nesting++;
-	handle(sig, si, ucv, word);
+	handle(w, sig, si, ucv, word);
 	if (f)
 		f->handler_nesting--;
 }
