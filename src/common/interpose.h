@@ -20,6 +20,10 @@
 #ifndef XF_COMMON_INTERPOSE_H
 #define XF_COMMON_INTERPOSE_H
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
 /* The definition of name after this object's (dlvsym with version, if not
  * NULL); never NULL: aborts with a message if there is none. */
 void *xf__interpose_next(const char *name, const char *version);
@@ -40,5 +44,24 @@ void *xf__interpose_next(const char *name, const char *version);
 				  (__typeof__(name) *)xf__interpose_next(#name, version),          \
 				  __ATOMIC_RELAXED),                                               \
 		 xf__real_##name))
+
+/* Whether the calls that read their arguments here, before the kernel
+ * would (a fiber's poll, select, readv, sleeps), refuse p with EFAULT as
+ * the kernel does rather than fault on it: a pointer into the page at 0,
+ * which is never mapped (vm.mmap_min_addr) - NULL and small offsets from
+ * it, the usual bad pointers.  Others fault, as in the C library's own
+ * wrappers that read their arguments. */
+static inline bool xf__user_ptr_bad(const void *p)
+{
+	return (uintptr_t)p < 4096;
+}
+
+/* A timeout the kernel takes (timespec64_valid): EINVAL otherwise, before
+ * anything waits - a fiber's wait would take a negative one for a huge
+ * one, or none at all. */
+static inline bool xf__timespec_valid(const struct timespec *ts)
+{
+	return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000;
+}
 
 #endif

@@ -333,17 +333,6 @@ void xf__blocking_stop(void);
 void xf__poller_fork_child(void);
 void xf__poller_release(void);
 
-/* Whether the calls that read their arguments here, before the kernel
- * would (a fiber's poll, select, readv), refuse p with EFAULT as the
- * kernel does rather than fault on it: a pointer into the page at 0, which
- * is never mapped (vm.mmap_min_addr) - NULL and small offsets from it, the
- * usual bad pointers.  Others fault, as in the C library's own wrappers
- * that read their arguments. */
-static inline bool xf__user_ptr_bad(const void *p)
-{
-	return (uintptr_t)p < 4096;
-}
-
 /* The C library's descriptor and readiness calls made from fibers (ops.c,
  * poll.c; common/interpose.h), resolved at xf_init. */
 void xf__io_interpose_resolve(void);

@@ -153,6 +153,21 @@ XF_INTERPOSE(int, epoll_pwait,
 			      left = ms_left(timeout_ms, start));
 }
 
+/* A timeout read here, before the kernel would, refused as it refuses it:
+ * EFAULT for an address in the page at 0, EINVAL for a negative time or
+ * nanoseconds past a second - a fiber's wait would otherwise take the one
+ * for an endless wait and the other for a longer one. */
+static bool timeout_bad(const struct timespec *timeout)
+{
+	if (!timeout)
+		return false;
+	if (xf__user_ptr_bad(timeout))
+		return xf__errno_set(EFAULT), true;
+	if (!xf__timespec_valid(timeout))
+		return xf__errno_set(EINVAL), true;
+	return false;
+}
+
 /* A relative timespec's time left, for the calls that do not update it. */
 static struct timespec ts_left(const struct timespec *timeout, uint64_t start_ns);
 
@@ -163,10 +178,8 @@ XF_INTERPOSE(int, epoll_pwait2,
 	uint64_t start = xf__now_ns();
 	struct timespec left, *t = NULL;
 
-	if (timeout && xf__user_ptr_bad(timeout)) { /* read below, before the kernel */
-		xf__errno_set(EFAULT);
+	if (timeout_bad(timeout))
 		return -1;
-	}
 	if (!mask && xf__self_may_wait())
 		return epoll_as_fiber(epfd, ev, max, ts_ms(timeout));
 	if (timeout) {
@@ -191,10 +204,8 @@ XF_INTERPOSE(int, ppoll,
 	uint64_t start = xf__now_ns();
 	struct timespec left, *t = NULL;
 
-	if (timeout && xf__user_ptr_bad(timeout)) { /* read below, before the kernel */
-		xf__errno_set(EFAULT);
+	if (timeout_bad(timeout))
 		return -1;
-	}
 	if (!mask && xf__self_may_wait())
 		return xf_poll(fds, n, ts_ms(timeout));
 	if (timeout) {
@@ -295,14 +306,33 @@ struct fd_sets {
 	unsigned char saved_here[3 * sizeof(fd_set)];
 };
 
-/* Whether select's arguments, read here before the kernel reads them,
- * lie in the page at 0: EFAULT, as the kernel says - for the sets only
- * when it would read them (n > 0). */
-static bool select_args_bad(int n, fd_set *r, fd_set *w, fd_set *e, const void *timeout)
+/* select's timeout as the kernel takes it (kern_select): microseconds
+ * past a second carry into the seconds, and what is left must be a valid
+ * time - so {0, -1} is EINVAL and {0, 1500000} a second and a half. */
+static struct timespec tv_as_ts(const struct timeval *tv)
 {
-	if ((timeout && xf__user_ptr_bad(timeout)) ||
-	    (n > 0 && ((r && xf__user_ptr_bad(r)) || (w && xf__user_ptr_bad(w)) ||
-		       (e && xf__user_ptr_bad(e))))) {
+	return (struct timespec){tv->tv_sec + tv->tv_usec / 1000000, tv->tv_usec % 1000000 * 1000};
+}
+
+/* Whether select's arguments, read here before the kernel reads them, are
+ * refused, in the kernel's order: the timeout (timeout_bad; tv for
+ * select's timeval, else ts), then the sets when it would read them (n > 0)
+ * and they lie in the page at 0 (EFAULT). */
+static bool select_args_bad(int n, fd_set *r, fd_set *w, fd_set *e, const struct timeval *tv,
+			    const struct timespec *ts)
+{
+	struct timespec converted;
+
+	if (tv && xf__user_ptr_bad(tv))
+		return xf__errno_set(EFAULT), true;
+	if (tv) {
+		converted = tv_as_ts(tv);
+		ts = &converted;
+	}
+	if (timeout_bad(ts))
+		return true;
+	if (n > 0 && ((r && xf__user_ptr_bad(r)) || (w && xf__user_ptr_bad(w)) ||
+		      (e && xf__user_ptr_bad(e)))) {
 		xf__errno_set(EFAULT);
 		return true;
 	}
@@ -351,7 +381,7 @@ XF_INTERPOSE(int, pselect,
 	struct timespec left, *t = NULL;
 	struct fd_sets sets;
 
-	if (select_args_bad(n, r, w, e, timeout))
+	if (select_args_bad(n, r, w, e, NULL, timeout))
 		return -1;
 	if (!mask && xf__self_may_wait())
 		return select_as_fiber(n, r, w, e, ts_ms(timeout));
@@ -374,14 +404,14 @@ XF_INTERPOSE(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeva
 	struct timespec total, left;
 	struct fd_sets sets;
 
-	if (select_args_bad(n, r, w, e, timeout))
+	if (select_args_bad(n, r, w, e, timeout, NULL))
 		return -1;
 	if (xf__self_may_wait()) {
 		struct timespec ts, *tp = NULL;
 		int ready;
 
 		if (timeout) {
-			ts = (struct timespec){timeout->tv_sec, timeout->tv_usec * 1000};
+			ts = tv_as_ts(timeout);
 			tp = &ts;
 		}
 		ready = select_as_fiber(n, r, w, e, ts_ms(tp));

@@ -33,11 +33,6 @@ static uint64_t ts_ns(const struct timespec *ts)
 	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }
 
-static bool ts_valid(const struct timespec *ts)
-{
-	return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000;
-}
-
 /* Whether an EINTR the C library returned came from the runtime's own
  * signal alone, given the counts taken before the call. */
 bool xf__eintr_was_ours(uint32_t ticks_before, uint64_t app_before)
@@ -66,7 +61,9 @@ XF_INTERPOSE(int, clock_nanosleep,
 
 	if (f && (clk == CLOCK_MONOTONIC || clk == CLOCK_REALTIME || clk == CLOCK_BOOTTIME ||
 		  clk == CLOCK_TAI)) {
-		if (!req || !ts_valid(req))
+		if (xf__user_ptr_bad(req))
+			return EFAULT; /* as the kernel, not a fault here */
+		if (!xf__timespec_valid(req))
 			return EINVAL;
 		if (!(flags & TIMER_ABSTIME)) {
 			xf__sleep_on(ts_ns(req), XF_WAIT_ON_LIBC_SLEEP);
@@ -103,9 +100,9 @@ XF_INTERPOSE(int, nanosleep, (const struct timespec *req, struct timespec *rem))
 {
 	int err;
 
-	if (!req)
+	if (xf__user_ptr_bad(req))
 		return xf__errno_set(EFAULT), -1;
-	if (!ts_valid(req))
+	if (!xf__timespec_valid(req))
 		return xf__errno_set(EINVAL), -1;
 	err = clock_nanosleep(CLOCK_REALTIME, 0, req, rem);
 	if (err)

@@ -23,7 +23,8 @@
  *              and the O_NONBLOCK flag is left as it was
  *   errors     a bad fd, a closed fd, EPIPE, a full blocking pool, and a
  *              fiber waiting on I/O when xf_shutdown is called (ECANCELED);
- *              arguments in the page at 0 (EFAULT)
+ *              arguments in the page at 0 (EFAULT), bad timeouts
+ *              (EINVAL) in a fiber as in a thread
  *   select_sized  select's sets read and written only as far as n, in a
  *              fiber and a plain thread: a set sized for n, a bit above it,
  *              a descriptor past FD_SETSIZE
@@ -1009,6 +1010,59 @@ static void check_efault(int fd)
 	CHECK(xf_writev(fd, bad_ptr, 1) == -1 && errno == EFAULT);
 }
 
+/* Bad timeouts, refused as the kernel refuses them, in a fiber (where the
+ * runtime reads them first) as in a plain thread (where the kernel does):
+ * EINVAL for a negative time or nanoseconds past a second, EFAULT for a
+ * pointer in the page at 0, the timeout before the sets; select carries
+ * microseconds past a second into the seconds.  Returns 0, or the line
+ * that failed (a thread cannot fail the test itself).  arg: a readable
+ * pipe end. */
+#define FAILS_WITH(call, err)                                                                      \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		if ((call) != -1 || errno != (err))                                                \
+			return (void *)(intptr_t)__LINE__;                                         \
+	} while (0)
+
+static void *check_bad_timeouts(void *arg)
+{
+	int fd = *(int *)arg;
+	struct timespec negative = {-1, 0}, long_ns = {0, 1000000000}, neg_ns = {0, -1};
+	struct timeval neg_us = {0, -1}, neg_s = {-1, 0}, carried = {0, 1500000};
+	struct pollfd readable = {.fd = fd, .events = POLLIN};
+	struct epoll_event ev;
+	fd_set set;
+	int ep;
+
+	FAILS_WITH(ppoll(&readable, 1, &negative, NULL), EINVAL);
+	FAILS_WITH(ppoll(&readable, 1, &long_ns, NULL), EINVAL);
+	FAILS_WITH(ppoll(bad_ptr, 1, &neg_ns, NULL), EINVAL); /* the timeout first */
+	FAILS_WITH(pselect(fd + 1, NULL, NULL, NULL, &neg_ns, NULL), EINVAL);
+	FAILS_WITH(pselect(1, bad_ptr, NULL, NULL, &long_ns, NULL), EINVAL);
+	FAILS_WITH(select(fd + 1, NULL, NULL, NULL, &neg_us), EINVAL);
+	FAILS_WITH(select(fd + 1, NULL, NULL, NULL, &neg_s), EINVAL);
+	FAILS_WITH(select(1, bad_ptr, NULL, NULL, &neg_us), EINVAL);
+	FD_ZERO(&set);
+	FD_SET(fd, &set);
+	if (select(fd + 1, &set, NULL, NULL, &carried) != 1 || !FD_ISSET(fd, &set))
+		return (void *)(intptr_t)__LINE__;
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return (void *)(intptr_t)__LINE__;
+	FAILS_WITH(epoll_pwait2(ep, &ev, 1, &negative, NULL), EINVAL);
+	FAILS_WITH(epoll_pwait2(ep, &ev, 1, &long_ns, NULL), EINVAL);
+	close(ep);
+	/* The sleeps: clock_nanosleep returns the error, nanosleep sets errno. */
+	if (clock_nanosleep(CLOCK_MONOTONIC, 0, null_ptr, NULL) != EFAULT ||
+	    clock_nanosleep(CLOCK_MONOTONIC, 0, bad_ptr, NULL) != EFAULT ||
+	    clock_nanosleep(CLOCK_MONOTONIC, 0, &neg_ns, NULL) != EINVAL ||
+	    clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &long_ns, NULL) != EINVAL)
+		return (void *)(intptr_t)__LINE__;
+	FAILS_WITH(nanosleep(null_ptr, NULL), EFAULT);
+	FAILS_WITH(nanosleep(&negative, NULL), EINVAL);
+	return NULL;
+}
+
 /* select() as the kernel does it, in a fiber (the runtime's own, over
  * xf_poll) and in a plain thread (the kernel's, waited for): a set sized
  * for n is read and written no further (libevent allocates them so), a bit
@@ -1119,6 +1173,21 @@ static void test_errors(void)
 	/* Arguments in the page at 0: EFAULT, as the kernel says, not a crash
 	 * where the runtime reads them first; none when nothing is read. */
 	check_efault(p[0]);
+	CHECK(xf_write(p[1], "x", 1) == 1);
+	for (int in_thread = 0; in_thread < 2; in_thread++) {
+		pthread_t t;
+		void *line;
+
+		if (in_thread) {
+			CHECK(pthread_create(&t, NULL, check_bad_timeouts, &p[0]) == 0);
+			CHECK(pthread_join(t, &line) == 0);
+		} else {
+			line = check_bad_timeouts(&p[0]);
+		}
+		if (line)
+			xf_test_fail("a bad timeout in a %s: line %d",
+				     in_thread ? "thread" : "fiber", (int)(intptr_t)line);
+	}
 	CHECK(xf_close(p[0]) == 0 && xf_close(p[1]) == 0);
 	/* One helper, a queue of 16: past that the pool says EAGAIN. */
 	CHECK(pipe(gate) == 0);
