@@ -85,13 +85,42 @@ static ALWAYS_INLINE const void *this_context(void)
 	return f ? (const void *)f : (const void *)&app;
 }
 
-/* An application handler starts below frame, the caller's frame address. */
-static ALWAYS_INLINE void app_enter(void *frame)
+/*
+ * Drops the marks of handlers that left by longjmp(), seen from code in
+ * context ctx whose stack pointer is sp: the top mark is stale if another
+ * context runs or sp lies above it, and so is every handler nested inside
+ * a stale one, recorded or not (past APP_NESTING_MAX).  Returns whether a
+ * live mark remains.  Pruned at each handler's entry too: a fiber alone on
+ * its worker gets no ticks, and a handler left by siglongjmp nine times
+ * over once pushed the count past the marks for good - every later tick
+ * was taken for one inside a handler, and the worker was never preempted
+ * again.
+ */
+static ALWAYS_INLINE bool app_prune(const void *ctx, uintptr_t sp)
 {
-	unsigned d = app.depth;
+	while (app.depth) {
+		unsigned top = (app.depth < APP_NESTING_MAX ? app.depth : APP_NESTING_MAX) - 1;
 
+		if (app.marks[top].context == ctx && sp < app.marks[top].sp)
+			return true;
+		app.depth = top;
+	}
+	return false;
+}
+
+/* An application handler starts below frame, the caller's frame address;
+ * it interrupted code whose stack pointer uc holds (NULL: not known). */
+static ALWAYS_INLINE void app_enter(void *frame, const void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	const void *ctx = this_context();
+	unsigned d;
+
+	if (uc)
+		app_prune(ctx, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]);
+	d = app.depth;
 	if (d < APP_NESTING_MAX) {
-		app.marks[d].context = this_context();
+		app.marks[d].context = ctx;
 		app.marks[d].sp = (uintptr_t)frame;
 	}
 	app.depth = d + 1;
@@ -133,7 +162,7 @@ static __attribute__((section("xf_nopreempt_text"))) void trampoline(int signo, 
 		sig.actions[signo].sa_handler = SIG_DFL;
 		sig.actions[signo].sa_flags &= ~SA_SIGINFO;
 	}
-	app_enter(__builtin_frame_address(0));
+	app_enter(__builtin_frame_address(0), uc);
 	if (flags & SA_SIGINFO)
 		handler(signo, si, uc);
 	else if ((sighandler_t)(void *)handler != SIG_DFL && (sighandler_t)(void *)handler != SIG_IGN)
@@ -144,20 +173,8 @@ static __attribute__((section("xf_nopreempt_text"))) void trampoline(int signo, 
 bool xf__signal_in_app_handler(const void *ucv)
 {
 	const ucontext_t *uc = ucv;
-	const uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-	const void *ctx = this_context();
 
-	/* Drop the marks of handlers that left by longjmp(). */
-	while (app.depth) {
-		unsigned top = (app.depth < APP_NESTING_MAX ? app.depth : APP_NESTING_MAX) - 1;
-
-		if (app.depth <= APP_NESTING_MAX &&
-		    (app.marks[top].context != ctx || sp >= app.marks[top].sp))
-			app.depth--;
-		else
-			return true;
-	}
-	return false;
+	return app_prune(this_context(), (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]);
 }
 
 uint64_t xf__signal_app_count(void)
@@ -319,7 +336,7 @@ void xf__signal_forward(int signo, siginfo_t *si, void *uc)
 	if (!(a.sa_flags & SA_NODEFER))
 		sigaddset(&block, signo);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	app_enter(__builtin_frame_address(0));
+	app_enter(__builtin_frame_address(0), uc);
 	call_app_handler(&a, signo, si, uc);
 	app_leave();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -1,7 +1,7 @@
 /*
  * test_mask.c - the soft preemption mask, safe points and their counters.
  *
- * usage: test_mask mask|libc|unsafe|yield|stale|stats
+ * usage: test_mask mask|libc|unsafe|yield|nested|stale|jumped|stats
  *   mask    disable/enable nest; a preemption arriving while disabled is
  *           taken at the outermost enable, not before
  *   libc    fibers hammering malloc/free and snprintf under 50 us slices on
@@ -25,11 +25,17 @@
  *           land in it, also when it interrupted xf_yield's fast path; a
  *           preemption signal nested in an application handler must leave
  *           the run queue alone
+ *   jumped  handlers left by siglongjmp - 20 one after another, then 20
+ *           nested SA_NODEFER ones left by a single jump - leave no mark
+ *           behind: two spinners on the fiber's worker are preempted
+ *           afterwards, and its 50 ms sleep ends (more than 8 such jumps
+ *           once turned preemption off on that worker for good)
  *   stats   xf_stats_get's errors; xf_preempt_enable without disable is
  *           harmless
  */
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -585,10 +591,76 @@ static void test_stats(void)
 	printf("stats: errors ok\n");
 }
 
+/* --- jumped --- */
+
+static sigjmp_buf jump_back;
+static int nest_depth, nest_want;
+
+static void leaves_by_jump(int sig)
+{
+	(void)sig;
+	if (++nest_depth < nest_want)
+		raise(SIGUSR2); /* SA_NODEFER: nested in this one */
+	else
+		siglongjmp(jump_back, 1);
+}
+
+static void *jumps_out(void *arg)
+{
+	(void)arg;
+	for (volatile int i = 0; i < 20; i++) { /* one after another */
+		nest_depth = 0;
+		nest_want = 1;
+		if (sigsetjmp(jump_back, 1) == 0)
+			raise(SIGUSR2);
+	}
+	nest_depth = 0;
+	nest_want = 20; /* nested, one jump out of them all */
+	if (sigsetjmp(jump_back, 1) == 0)
+		raise(SIGUSR2);
+	return (void *)(intptr_t)nest_depth;
+}
+
+static void test_jumped(void)
+{
+	struct sigaction sa = {.sa_handler = leaves_by_jump, .sa_flags = SA_NODEFER};
+	xf_attr on0 = {.pinned = true, .worker = 0};
+	xf_fiber *jumper, *spin[2];
+	xf_stats before, after;
+	uint64_t t0, slept;
+	void *depth;
+
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGUSR2, &sa, NULL) == 0);
+	CHECK_ERR(xf_init(&(xf_config){.workers = 1, .slice_us = 100}), 0);
+	CHECK_ERR(xf_spawn(&jumper, jumps_out, NULL, &on0), 0);
+	CHECK_ERR(xf_join(jumper, &depth), 0);
+	CHECK((intptr_t)depth == 20);
+	xf_stats_get(&before);
+	for (int i = 0; i < 2; i++)
+		CHECK_ERR(xf_spawn(&spin[i], spinner, NULL, &on0), 0);
+	t0 = now_ns();
+	xf_sleep_ns(50 * 1000 * 1000);
+	slept = now_ns() - t0;
+	atomic_store(&stop, true);
+	for (int i = 0; i < 2; i++)
+		CHECK_ERR(xf_join(spin[i], NULL), 0);
+	xf_stats_get(&after);
+	if (after.total.preemptions == before.total.preemptions)
+		xf_test_fail("no preemption after handlers left by siglongjmp (%llu deferred)",
+			     (unsigned long long)(after.total.preemptions_deferred -
+						  before.total.preemptions_deferred));
+	CHECK_ERR(xf_shutdown(), 0);
+	printf("jumped: 40 handlers left by siglongjmp, then %llu preemptions; a 50 ms sleep "
+	       "took %llu ms\n",
+	       (unsigned long long)(after.total.preemptions - before.total.preemptions),
+	       (unsigned long long)(slept / 1000000));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
-		xf_test_fail("usage: test_mask mask|libc|unsafe|yield|nested|stale|stats");
+		xf_test_fail("usage: test_mask mask|libc|unsafe|yield|nested|stale|jumped|stats");
 	if (!strcmp(argv[1], "mask"))
 		test_mask();
 	else if (!strcmp(argv[1], "libc"))
@@ -602,7 +674,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "nested")) {
 		with_app_signals = true;
 		test_yield();
-	}
+	} else if (!strcmp(argv[1], "jumped"))
+		test_jumped();
 	else if (!strcmp(argv[1], "stats"))
 		test_stats();
 	else
