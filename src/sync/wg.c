@@ -26,7 +26,8 @@ int xf_wg_add(xf_wg *wg, int64_t delta)
 	if (!wg)
 		return EINVAL;
 	xf__spin_lock(xf__waitq_lock(&wg->wq));
-	if ((delta < 0 && wg->count < -delta) || (delta > 0 && wg->count > INT64_MAX - delta)) {
+	/* count + delta < 0, without negating delta: -INT64_MIN overflows. */
+	if ((delta < 0 && wg->count + delta < 0) || (delta > 0 && wg->count > INT64_MAX - delta)) {
 		xf__spin_unlock(xf__waitq_lock(&wg->wq));
 		return EINVAL; /* below zero, or past the count's range */
 	}

@@ -247,6 +247,15 @@ static void test_wg(void)
 	for (int i = 0; i < 30; i++)
 		CHECK_ERR(xf_join(f[i], NULL), 0);
 	CHECK_ERR(xf_wg_timedwait(&group, 0), 0);
+	/* Below zero or past the range, whatever the delta: INT64_MIN's
+	 * negation overflows, and it was taken for a count of 0 added. */
+	CHECK_ERR(xf_wg_add(&group, INT64_MIN), EINVAL);
+	CHECK_ERR(xf_wg_add(&group, -1), EINVAL);
+	CHECK_ERR(xf_wg_add(&group, INT64_MAX), 0);
+	CHECK_ERR(xf_wg_add(&group, 1), EINVAL);
+	CHECK_ERR(xf_wg_add(&group, INT64_MIN), EINVAL); /* to -1 */
+	CHECK_ERR(xf_wg_add(&group, -INT64_MAX), 0);
+	CHECK_ERR(xf_wg_timedwait(&group, 0), 0);
 }
 
 /* --- mutex --- */
