@@ -543,10 +543,14 @@ XF_API int xf_timer_stop(xf_timer *t);
  * Preemption is deferred, never lost, while it is disabled and while the
  * fiber runs inside libc, the dynamic loader, libxfiber itself, or a library
  * marked with xf_preempt_unsafe_add(): code that may hold a lock the next
- * fiber needs.  pthread, C11 and C++ locks, condition variables, once-
- * objects and statics may be held across code that is preempted: a fiber
- * that waits for one never keeps the others of its worker from running
- * (docs/runtime.md lists what C and C++ code may do in fibers).
+ * fiber needs.  Also while it runs inside an application's signal handler,
+ * or under another signal mask than the one xf_init found: the mask belongs
+ * to the worker thread, and a fiber that changes it (pthread_sigmask, or a
+ * longjmp - not siglongjmp - out of a handler, which leaves that handler's
+ * signal blocked) is not preempted until it is back.  pthread, C11 and C++ locks, condition
+ * variables, once- objects and statics may be held across code that is preempted: a fiber that
+ * waits for one never keeps the others of its worker from running (docs/runtime.md lists what C and
+ * C++ code may do in fibers).
  */
 
 /* Nest.  While disabled, an arriving preemption is recorded and taken at

@@ -150,6 +150,7 @@ struct xf__stall_report {
 	char name[32]; /* XF_NAME_MAX */
 	const void *fn, *spawn_site;
 	char what[160];
+	uint64_t mask_added; /* signals blocked besides the workers' mask: never preempted */
 	unsigned nr; /* frames in pc, from the interrupted instruction on; 0: none */
 	uintptr_t pc[XF_STALL_FRAMES];
 };
@@ -165,7 +166,7 @@ void xf__stall_check(struct xf__worker *w, struct xf_fiber *cur, pid_t tid, uint
 		     bool others_wait);
 /* The handler, at a tick with XF_TICK_REPORT: records the interrupted code's
  * backtrace if the ticker asked this worker for it.  Async-signal-safe. */
-void xf__stall_capture(const struct xf__worker *w);
+void xf__stall_capture(const struct xf__worker *w, const void *uc);
 
 /* A fiber was queued: wake the ticker if it sleeps long, believing nothing
  * waits anywhere.  One relaxed load when it does not. */

@@ -333,7 +333,7 @@ static void handle(struct xf__worker *w, int sig, siginfo_t *si, void *ucv, uint
 	f->preempt_signals++; /* even a stale tick cuts a wait short */
 	if ((uint64_t)si->si_value.sival_ptr & XF_TICK_REPORT) {
 		saved_errno = *w->errno_ptr;
-		xf__stall_capture(w); /* the ticker found this worker stuck */
+		xf__stall_capture(w, uc); /* the ticker found this worker stuck */
 		*w->errno_ptr = saved_errno;
 		return;
 	}

@@ -57,6 +57,7 @@ static struct {
 	unsigned worker;
 	unsigned nr;
 	uintptr_t pc[XF_STALL_FRAMES];
+	uint64_t mask; /* the interrupted code's signal mask (first 64 signals) */
 } capture;
 
 /* The report being written, and the thread that writes it. */
@@ -124,14 +125,17 @@ static _Unwind_Reason_Code record_frame(struct _Unwind_Context *ctx, void *arg)
  * signal handler with the stack off the ABI's alignment - the handler
  * itself, general registers only, never noticed; the unwinder faulted
  * (docs/cpus.md). */
-__attribute__((force_align_arg_pointer)) void xf__stall_capture(const struct xf__worker *w)
+__attribute__((force_align_arg_pointer)) void xf__stall_capture(const struct xf__worker *w,
+								const void *ucv)
 {
+	const ucontext_t *uc = ucv;
 	int asked = CAPTURE_ASKED;
 	struct unwind u = {false};
 
 	if (capture.worker != w->id ||
 	    !atomic_compare_exchange_strong(&capture.state, &asked, CAPTURE_TAKING))
 		return;
+	memcpy(&capture.mask, &uc->uc_sigmask, sizeof(capture.mask));
 	capture.nr = 0;
 	_Unwind_Backtrace(record_frame, &u);
 	atomic_store_explicit(&capture.state, CAPTURE_DONE, memory_order_release);
@@ -143,10 +147,12 @@ static void stall_write(const struct xf__stall_report *r)
 {
 	struct xf__text o = {0};
 
-	xf__text_printf(&o,
-			"xfiber: worker %u (thread %d) %s: it runs code that cannot be preempted "
-			"(XFIBER_STALL_MS=off silences this)\n",
-			r->worker, r->tid, r->what);
+	xf__text_printf(
+	    &o,
+	    "xfiber: worker %u (thread %d) %s: it runs %s (XFIBER_STALL_MS=off silences this)\n",
+	    r->worker, r->tid, r->what,
+	    r->mask_added ? "under a signal mask other than the workers'"
+			  : "code that cannot be preempted");
 	xf__text_printf(&o, "fiber %lu", (unsigned long)r->fiber_id);
 	if (r->name[0])
 		xf__text_printf(&o, " \"%s\"", r->name);
@@ -164,6 +170,25 @@ static void stall_write(const struct xf__stall_report *r)
 	if (r->spawn_site) {
 		xf__text_printf(&o, "    spawned at ");
 		xf__text_address(&o, (uintptr_t)r->spawn_site, false);
+	}
+	if (r->mask_added) {
+		/* The handler defers every tick under another mask than the
+		 * workers' (signal.c): say so, or the report blames the code. */
+		xf__text_printf(&o, "    its signal mask blocks");
+		for (int sig = 1; sig <= 64; sig++) {
+			const char *abbrev = sigabbrev_np(sig); /* NULL for real-time ones */
+
+			if (!(r->mask_added >> (sig - 1) & 1))
+				continue;
+			if (abbrev)
+				xf__text_printf(&o, " SIG%s", abbrev);
+			else
+				xf__text_printf(&o, " %d", sig);
+		}
+		xf__text_printf(&o, " besides the workers' mask: no fiber is preempted under "
+				    "another mask. A fiber changed it (pthread_sigmask, or a "
+				    "longjmp out of a handler, where siglongjmp would have "
+				    "restored it): docs/runtime.md\n");
 	}
 	xf__text_printf(&o, "\n");
 	if (o.buf)
@@ -321,5 +346,6 @@ void xf__stall_check(struct xf__worker *w, struct xf_fiber *cur, pid_t tid, uint
 		 (unsigned long)(deferred - w->tick_deferred));
 	r->nr = nr;
 	memcpy(r->pc, capture.pc, nr * sizeof(r->pc[0]));
+	r->mask_added = nr ? capture.mask & ~xf__rt.base_sigmask : 0;
 	reporter_post();
 }

@@ -9,13 +9,17 @@
  * within a few seconds: the worker, the fiber's name, its backtrace down to
  * its own function.  Then the pipe is written and everything ends normally.
  *
- * usage: test_stall report|off|badenv
+ * usage: test_stall report|off|badenv|mask
  *   report  the report appears, once, naming stuck_reader
+ *   mask    a fiber spinning with SIGUSR2 blocked besides the workers' mask
+ *           is never preempted: the report says so, and names the signal
  *   off     XFIBER_STALL_MS=off: nothing is said
  *   badenv  XFIBER_STALL_MS=soon: xf_init fails with EINVAL, saying why
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -91,6 +95,43 @@ static void child_badenv(void)
 	CHECK_ERR(xf_init(&(xf_config){.workers = 1}), EINVAL);
 }
 
+static atomic_bool unmask;
+
+/* Spins with SIGUSR2 blocked until told, then puts the mask back. */
+static void *spins_masked(void *arg)
+{
+	sigset_t usr2, old;
+
+	(void)arg;
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	CHECK(pthread_sigmask(SIG_BLOCK, &usr2, &old) == 0);
+	while (!atomic_load(&unmask))
+		;
+	CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+	return NULL;
+}
+
+static void child_mask(void)
+{
+	xf_fiber *spinner, *other;
+	xf_attr on1 = {.pinned = true, .worker = 1};
+	struct timespec ts = {1, 500000000};
+
+	setenv("XFIBER_STALL_MS", "300", 1);
+	CHECK_ERR(xf_init(&(xf_config){.workers = 2, .slice_us = 100}), 0);
+	CHECK_ERR(xf_spawn(&spinner, spins_masked, NULL, &on1), 0);
+	xf_sleep_ns(20 * 1000 * 1000);
+	CHECK_ERR(xf_spawn(&other, queued, NULL, &on1), 0);
+	nanosleep(&ts, NULL);
+	CHECK(!queued_ran); /* never preempted under that mask */
+	atomic_store(&unmask, true);
+	CHECK_ERR(xf_join(spinner, NULL), 0);
+	CHECK_ERR(xf_join(other, NULL), 0);
+	CHECK(queued_ran);
+	CHECK_ERR(xf_shutdown(), 0);
+}
+
 static unsigned count(const char *s, const char *what)
 {
 	unsigned n = 0;
@@ -106,7 +147,7 @@ int main(int argc, char **argv)
 	int status;
 
 	if (argc != 2)
-		xf_test_fail("usage: test_stall report|off|badenv");
+		xf_test_fail("usage: test_stall report|off|badenv|mask");
 	if (!strcmp(argv[1], "report")) {
 		status = xf_test_run_child(child_report, out, sizeof(out));
 		fputs(out, stdout);
@@ -118,6 +159,15 @@ int main(int argc, char **argv)
 		CHECK(strstr(out, "\"stuck-reader\" [running on worker 1"));
 		CHECK(strstr(out, "in stuck_reader+")); /* the backtrace reaches its own code */
 		CHECK(strstr(out, "    #0 ")); /* ... from the interrupted instruction */
+		CHECK(strstr(out, "it runs code that cannot be preempted"));
+		CHECK(!strstr(out, "signal mask"));
+	} else if (!strcmp(argv[1], "mask")) {
+		status = xf_test_run_child(child_mask, out, sizeof(out));
+		fputs(out, stdout);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		CHECK(count(out, "xfiber: worker 1 ") == 1);
+		CHECK(strstr(out, "it runs under a signal mask other than the workers'"));
+		CHECK(strstr(out, "its signal mask blocks SIGUSR2 besides the workers' mask"));
 	} else if (!strcmp(argv[1], "off")) {
 		status = xf_test_run_child(child_off, out, sizeof(out));
 		fputs(out, stdout);
