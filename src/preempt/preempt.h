@@ -60,6 +60,29 @@ slow:
 	xf__preempt_slow();
 }
 
+/* Takes a pending preemption only if caller's code may be preempted (not
+ * when caller is NULL: the call was libxfiber's own). */
+void xf__preempt_slow_for(const void *caller);
+
+/* Ends the section of a C library call that libxfiber replaces, called
+ * from caller (its return address): a preemption that came meanwhile is
+ * taken there only if caller's code is preemptible.  From libc, or a
+ * library marked with xf_preempt_unsafe_add(), it is dropped - the ticker
+ * sends it again - and the fiber is not switched away inside that code:
+ * OpenSSL's RSA signatures came out wrong when an uncontended
+ * pthread_rwlock_wrlock inside it took one. */
+static inline __attribute__((always_inline)) void xf__preempt_enable_for(const void *caller)
+{
+	__asm__ goto("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
+		     "subl $1, %%fs:(%%rax)\n\t"
+		     "jz %l[slow]" ::
+			 : "rax", "memory", "cc"
+		     : slow);
+	return;
+slow:
+	xf__preempt_slow_for(caller);
+}
+
 /* Ends a critical section without taking a pending preemption (the caller
  * is about to switch or return from the handler anyway). */
 static inline __attribute__((always_inline)) void xf__preempt_enable_no_resched(void)

@@ -494,6 +494,18 @@ void xf__preempt_slow(void)
 		xf_yield();
 }
 
+void xf__preempt_slow_for(const void *caller)
+{
+	if (caller && xf__safepoint_code((uintptr_t)caller) == XF_CODE_SAFE) {
+		xf__preempt_slow();
+		return;
+	}
+	/* Deferred as a tick landing in that code would be: the slice is
+	 * over, and the ticker sends one again every half slice until the
+	 * fiber switches or a tick lands where it may. */
+	xf__preempt_word_set(XF_PREEMPT_NOT_PENDING);
+}
+
 void xf_preempt_disable(void)
 {
 	xf__preempt_disable();

@@ -42,7 +42,7 @@ XF_INTERPOSE(int, pthread_mutex_trylock, (pthread_mutex_t * m));
 
 /* A trylock that another fiber of this thread cannot slip into between the
  * look at the owner and the lock (a recursive mutex would count it in). */
-static int mutex_try(struct xf_fiber *f, pthread_mutex_t *m)
+static int mutex_try(struct xf_fiber *f, pthread_mutex_t *m, const void *caller)
 {
 	int err = EBUSY;
 
@@ -56,7 +56,7 @@ static int mutex_try(struct xf_fiber *f, pthread_mutex_t *m)
 		err = XF_REAL(pthread_mutex_trylock)(m);
 	if (!err && mutex_thread_owned(m))
 		own_locked(f, m);
-	xf__preempt_enable();
+	xf__preempt_enable_for(caller);
 	return err;
 }
 
@@ -91,7 +91,7 @@ static XF_ALWAYS_INLINE int mutex_lock_as_fiber(struct xf_fiber *f, pthread_mute
 			break;
 		}
 		if (mutex_thread_owned(m) || others_ready() || mutex_held_here(f, m)) {
-			err = mutex_try(f, m);
+			err = mutex_try(f, m, how->caller);
 			if (err != EBUSY || (err = xf__lock_wait_round(f, deadline_ns)))
 				break;
 			continue;
@@ -174,12 +174,13 @@ XF_INTERPOSE(int, pthread_mutex_trylock, (pthread_mutex_t * m))
 
 	if (!f)
 		return counted_lock(NULL, XF_REAL(pthread_mutex_trylock)(m));
-	return counted_lock(f, owns(f, m) ? XF_REAL(pthread_mutex_trylock)(m) : mutex_try(f, m));
+	return counted_lock(f, owns(f, m) ? XF_REAL(pthread_mutex_trylock)(m)
+					  : mutex_try(f, m, CALLER));
 }
 
 XF_INTERPOSE(int, pthread_mutex_unlock, (pthread_mutex_t * m));
 
-static int mutex_unlock(struct xf_fiber *f, pthread_mutex_t *m)
+static int mutex_unlock(struct xf_fiber *f, pthread_mutex_t *m, const void *caller)
 {
 	int err;
 
@@ -189,7 +190,7 @@ static int mutex_unlock(struct xf_fiber *f, pthread_mutex_t *m)
 	err = XF_REAL(pthread_mutex_unlock)(m);
 	if (!err && (__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) & FUTEX_TID_MASK) !=
 			my_tid())
-		disown(f, m); /* released, not just one level of recursion */
+		disown(f, m, caller); /* released, not just one level of recursion */
 	return err;
 }
 
@@ -203,7 +204,7 @@ XF_INTERPOSE(int, pthread_mutex_unlock, (pthread_mutex_t * m))
 	if (!f || !mutex_thread_owned(m))
 		err = XF_REAL(pthread_mutex_unlock)(m);
 	else
-		err = mutex_unlock(f, m);
+		err = mutex_unlock(f, m, CALLER);
 	if (!err)
 		counted_unlock(f);
 	return err;
@@ -216,14 +217,16 @@ XF_INTERPOSE(int, pthread_mutex_unlock, (pthread_mutex_t * m))
  * held again; ETIMEDOUT past deadline_ns. */
 static int cond_wait_round(struct xf_fiber *f, pthread_mutex_t *m, uint64_t deadline_ns)
 {
-	int err = mutex_thread_owned(m) ? mutex_unlock(f, m) : XF_REAL(pthread_mutex_unlock)(m);
+	int err =
+	    mutex_thread_owned(m) ? mutex_unlock(f, m, NULL) : XF_REAL(pthread_mutex_unlock)(m);
 	uint32_t polls;
 
 	if (err)
 		return err;
 	err = xf__lock_wait_round(f, deadline_ns);
 	polls = f->polls; /* the lock again is no progress of the wait's */
-	mutex_lock_as_fiber(f, m, &UNTIMED);
+	/* From inside the wait: no preemption point of the caller's. */
+	mutex_lock_as_fiber(f, m, &(struct lock_call){.timing = LOCK_UNTIMED});
 	f->polls = polls;
 	if (!err && deadline_ns && xf__now_ns() >= deadline_ns)
 		err = ETIMEDOUT;
@@ -337,6 +340,22 @@ static XF_ALWAYS_INLINE int rwlock_block(pthread_rwlock_t *rw, bool write,
 	}
 }
 
+XF_INTERPOSE(int, pthread_rwlock_trywrlock, (pthread_rwlock_t * rw));
+
+/* The write side and its record together, as mutex_try does. */
+static int rwlock_trywr(struct xf_fiber *f, pthread_rwlock_t *rw, const void *caller)
+{
+	int err;
+
+	own_reserve(f);
+	xf__preempt_disable();
+	err = XF_REAL(pthread_rwlock_trywrlock)(rw);
+	if (!err)
+		own_locked(f, rw);
+	xf__preempt_enable_for(caller);
+	return err;
+}
+
 /* Tries while it must wait as a fiber, then blocks; an EDEADLK from glibc
  * when another fiber of this thread took the write side meanwhile is only
  * another round. */
@@ -356,7 +375,8 @@ static XF_ALWAYS_INLINE int rwlock_lock(pthread_rwlock_t *rw, bool write,
 		if (rwlock_held_here(f, rw)) {
 			err = EBUSY;
 		} else if (others_ready()) {
-			err = write ? pthread_rwlock_trywrlock(rw) : pthread_rwlock_tryrdlock(rw);
+			err =
+			    write ? rwlock_trywr(f, rw, how->caller) : pthread_rwlock_tryrdlock(rw);
 		} else {
 			err = BLOCKING(f, XF_BLOCKING_AT_WAIT, rwlock_block(rw, write, how));
 			if (err == EDEADLK && !owns(f, rw))
@@ -366,7 +386,7 @@ static XF_ALWAYS_INLINE int rwlock_lock(pthread_rwlock_t *rw, bool write,
 			break;
 	}
 	if (!err && write)
-		own(f, rw);
+		own(f, rw, how->caller);
 	if (!err)
 		progress(f);
 	return err;
@@ -407,18 +427,10 @@ XF_INTERPOSE(int, pthread_rwlock_clockwrlock,
 XF_INTERPOSE(int, pthread_rwlock_trywrlock, (pthread_rwlock_t * rw))
 {
 	struct xf_fiber *f = xf__self_may_wait();
-	int err;
 
 	if (!f)
 		return XF_REAL(pthread_rwlock_trywrlock)(rw);
-	/* The write side and its record together, as mutex_try does. */
-	own_reserve(f);
-	xf__preempt_disable();
-	err = XF_REAL(pthread_rwlock_trywrlock)(rw);
-	if (!err)
-		own_locked(f, rw);
-	xf__preempt_enable();
-	return err;
+	return rwlock_trywr(f, rw, CALLER);
 }
 
 XF_INTERPOSE(int, pthread_rwlock_unlock, (pthread_rwlock_t * rw))
@@ -433,7 +445,7 @@ XF_INTERPOSE(int, pthread_rwlock_unlock, (pthread_rwlock_t * rw))
 		return EPERM;
 	err = XF_REAL(pthread_rwlock_unlock)(rw);
 	if (!err && writer)
-		disown(f, rw);
+		disown(f, rw, CALLER);
 	return err;
 }
 

@@ -88,11 +88,15 @@ struct lock_call {
 	enum lock_timing timing;
 	clockid_t clock;		/* LOCK_CLOCK */
 	const struct timespec *abstime; /* LOCK_REALTIME, LOCK_CLOCK */
+	const void *caller;		/* where the call returns: xf__preempt_enable_for */
 };
 
-#define UNTIMED	       ((struct lock_call){.timing = LOCK_UNTIMED})
-#define REALTIME(t)    ((struct lock_call){.timing = LOCK_REALTIME, .abstime = (t)})
-#define ON_CLOCK(c, t) ((struct lock_call){.timing = LOCK_CLOCK, .clock = (c), .abstime = (t)})
+/* In the replaced function itself, where CALLER is its return address. */
+#define CALLER	    __builtin_return_address(0)
+#define UNTIMED	    ((struct lock_call){.timing = LOCK_UNTIMED, .caller = CALLER})
+#define REALTIME(t) ((struct lock_call){.timing = LOCK_REALTIME, .abstime = (t), .caller = CALLER})
+#define ON_CLOCK(c, t)                                                                             \
+	((struct lock_call){.timing = LOCK_CLOCK, .clock = (c), .abstime = (t), .caller = CALLER})
 
 /* The call's deadline on CLOCK_MONOTONIC (0: none). */
 static inline uint64_t call_deadline(const struct lock_call *how)
@@ -166,15 +170,15 @@ static inline void own_locked(struct xf_fiber *f, const void *lock)
 /* f took a lock its thread owns by a wait in the kernel, after which
  * nothing has taken a pending preemption yet (no enable since): the record
  * of it now. */
-static inline void own(struct xf_fiber *f, const void *lock)
+static inline void own(struct xf_fiber *f, const void *lock, const void *caller)
 {
 	own_reserve(f);
 	xf__preempt_disable();
 	own_locked(f, lock);
-	xf__preempt_enable();
+	xf__preempt_enable_for(caller);
 }
 
-static inline void disown(struct xf_fiber *f, const void *lock)
+static inline void disown(struct xf_fiber *f, const void *lock, const void *caller)
 {
 	for (unsigned i = 0; i < f->owned_nr; i++) {
 		if (f->owned[i] != lock)
@@ -184,7 +188,7 @@ static inline void disown(struct xf_fiber *f, const void *lock)
 			xf__preempt_disable();
 			f->flags &= ~XF_FIBER_F_STAY;
 			xf__runq_fixed_update(xf__this_worker(), f);
-			xf__preempt_enable();
+			xf__preempt_enable_for(caller);
 		}
 		return;
 	}

@@ -202,7 +202,7 @@ XF_INTERPOSE(int, ftrylockfile, (FILE * fp))
 	xf__preempt_disable();
 	r = XF_REAL(ftrylockfile)(fp);
 	if (r)
-		xf__preempt_enable();
+		xf__preempt_enable_for(__builtin_return_address(0));
 	return r;
 }
 
@@ -210,7 +210,7 @@ XF_INTERPOSE(void, funlockfile, (FILE * fp))
 {
 	XF_REAL(funlockfile)(fp);
 	if (xf__preempt_word_get() & XF_PREEMPT_NESTING)
-		xf__preempt_enable();
+		xf__preempt_enable_for(__builtin_return_address(0));
 }
 
 /* xf_init, through xf__pthread_interpose_resolve: every definition replaced

@@ -6,7 +6,8 @@
  *           taken at the outermost enable, not before
  *   libc    fibers hammering malloc/free and snprintf under 50 us slices on
  *           one worker never deadlock (preemption inside libc is deferred)
- *   unsafe  xf_preempt_unsafe_add() makes a whole object a deferral zone
+ *   unsafe  xf_preempt_unsafe_add() makes a whole object a deferral zone,
+ *           uncontended pthread locks inside it included
  *   yield   on two workers, fibers yielding flat out, fibers passing a turn
  *           under a mutex and cond, and a fiber spawning and joining
  *           children, while another thread fires preemption signals at both
@@ -33,6 +34,7 @@
  *   stats   xf_stats_get's errors; xf_preempt_enable without disable is
  *           harmless
  */
+#define _GNU_SOURCE /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -217,6 +219,29 @@ static void *stop_later(void *arg)
 	return NULL;
 }
 
+/* In an object marked unsafe, through uncontended pthread locks - which
+ * the runtime replaces, and whose own sections may find a preemption
+ * pending - no other fiber of the worker runs: OpenSSL's RSA signatures
+ * came out wrong when one did, inside its pthread_rwlock_wrlock. */
+static pthread_rwlock_t unsafe_rwlock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t unsafe_recursive = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static void *_Atomic inside_unsafe;
+static atomic_ulong switched_inside;
+
+static void *locks_in_unsafe_code(void *arg)
+{
+	while (!atomic_load(&stop)) {
+		atomic_store(&inside_unsafe, arg);
+		CHECK(pthread_rwlock_wrlock(&unsafe_rwlock) == 0);
+		CHECK(pthread_rwlock_unlock(&unsafe_rwlock) == 0);
+		CHECK(pthread_mutex_lock(&unsafe_recursive) == 0);
+		CHECK(pthread_mutex_unlock(&unsafe_recursive) == 0);
+		if (atomic_load(&inside_unsafe) != arg)
+			atomic_fetch_add(&switched_inside, 1);
+	}
+	return NULL;
+}
+
 static void test_unsafe(void)
 {
 	xf_fiber *f[2];
@@ -233,17 +258,20 @@ static void test_unsafe(void)
 	 * a preemption deferred in this (unsafe) code is still taken at the
 	 * next runtime call, such as the spawns, and may never come back. */
 	CHECK(pthread_create(&timer, NULL, stop_later, NULL) == 0);
-	CHECK_ERR(xf_spawn(&f[0], spinner, NULL, NULL), 0);
-	CHECK_ERR(xf_spawn(&f[1], spinner, NULL, NULL), 0);
+	CHECK_ERR(xf_spawn(&f[0], locks_in_unsafe_code, &f[0], NULL), 0);
+	CHECK_ERR(xf_spawn(&f[1], locks_in_unsafe_code, &f[1], NULL), 0);
 	CHECK_ERR(xf_join(f[0], NULL), 0);
 	CHECK_ERR(xf_join(f[1], NULL), 0);
 	pthread_join(timer, NULL);
 	CHECK_ERR(xf_stats_get(&st), 0);
 	CHECK_ERR(xf_shutdown(), 0);
-	printf("unsafe: %lu preemptions, %lu deferred\n", (unsigned long)st.total.preemptions,
-	       (unsigned long)st.total.preemptions_deferred);
+	printf("unsafe: %lu preemptions, %lu deferred, %lu switches inside\n",
+	       (unsigned long)st.total.preemptions, (unsigned long)st.total.preemptions_deferred,
+	       (unsigned long)atomic_load(&switched_inside));
 	if (st.total.preemptions)
 		xf_test_fail("a fiber was preempted inside an object marked unsafe");
+	if (atomic_load(&switched_inside))
+		xf_test_fail("another fiber ran inside an object marked unsafe, at a pthread lock");
 	if (!st.total.preemptions_deferred)
 		xf_test_fail("no preemption was even attempted");
 }
