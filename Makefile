@@ -21,9 +21,10 @@ CMAKE       ?= cmake
 # header and bpftrace to try them, gdb for the gdb extension, Valgrind for
 # memcheck and its stack registration, SQLite for a real library's locks,
 # clang-format for the style of changed lines, liburing for the io_uring
-# engine), and what the benchmark's peers, plots and validation use besides.
+# engine, OpenSSL for a library that keys its state on the thread), and what
+# the benchmark's peers, plots and validation use besides.
 CHECK_PACKAGES = libhttp-parser-dev systemtap-sdt-dev bpftrace gdb valgrind libsqlite3-dev \
-		 clang-format liburing-dev
+		 clang-format liburing-dev libssl-dev
 BENCH_PACKAGES = $(CHECK_PACKAGES) libuv1-dev wrk nghttp2-client libboost-context-dev $(PLOT_PACKAGES) \
 		 linux-perf rt-tests golang-go
 # The plots, whose test `make check` runs too.
