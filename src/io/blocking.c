@@ -288,7 +288,13 @@ ssize_t xf_pread(int fd, void *buf, size_t n, off_t off)
 {
 	struct iovec v = {buf, n};
 	struct call c = {.fd = fd, .buf = buf, .n = n, .off = off};
-	ssize_t r = preadv2(fd, &v, 1, off, RWF_NOWAIT); /* the page cache, if it can */
+	ssize_t r;
+
+	/* pread's EINVAL, before anything: to preadv2 -1 is the file's
+	 * position, which a negative offset would read at and move. */
+	if (off < 0)
+		return xf__errno_set(EINVAL), -1;
+	r = preadv2(fd, &v, 1, off, RWF_NOWAIT); /* the page cache, if it can */
 
 	if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EOPNOTSUPP))
 		return r;
@@ -299,7 +305,11 @@ ssize_t xf_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
 	struct iovec v = {(void *)buf, n};
 	struct call c = {.fd = fd, .buf = (void *)buf, .n = n, .off = off};
-	ssize_t r = pwritev2(fd, &v, 1, off, RWF_NOWAIT);
+	ssize_t r;
+
+	if (off < 0) /* as xf_pread */
+		return xf__errno_set(EINVAL), -1;
+	r = pwritev2(fd, &v, 1, off, RWF_NOWAIT);
 
 	if (r >= 0 || (xf__errno_get() != EAGAIN && xf__errno_get() != EOPNOTSUPP))
 		return r;

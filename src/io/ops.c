@@ -477,11 +477,14 @@ static ssize_t rw(int fd, const struct iovec *iov, int iovcnt, int flags, bool w
 	return whole_call(fd, &m, flags, write, rw_attempt, &op, 0);
 }
 
+/* A read of nothing: the kernel's answer at once.  read() of 0 bytes never
+ * waits (a socket's "SYS5 behaviour", a pipe's too), but the attempt on a
+ * socket is a recv, which waits for a byte - and a fiber waited for data. */
 ssize_t xf_read(int fd, void *buf, size_t n)
 {
 	struct iovec v = {buf, n};
 
-	return xf__self_may_wait() ? rw(fd, &v, 1, 0, false) : read(fd, buf, n);
+	return xf__self_may_wait() && n ? rw(fd, &v, 1, 0, false) : read(fd, buf, n);
 }
 
 ssize_t xf_write(int fd, const void *buf, size_t n)
@@ -511,11 +514,22 @@ static bool iov_bad(int fd, const struct iovec *iov, int iovcnt)
 	return true;
 }
 
+static bool iov_empty(const struct iovec *iov, int iovcnt)
+{
+	for (int i = 0; i < iovcnt; i++)
+		if (iov[i].iov_len)
+			return false;
+	return true;
+}
+
 ssize_t xf_readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	if (!xf__self_may_wait())
 		return readv(fd, iov, iovcnt);
-	return iovcnt_bad(iovcnt) || iov_bad(fd, iov, iovcnt) ? -1 : rw(fd, iov, iovcnt, 0, false);
+	if (iovcnt_bad(iovcnt) || iov_bad(fd, iov, iovcnt))
+		return -1;
+	/* Nothing to read: at once, as xf_read. */
+	return iov_empty(iov, iovcnt) ? readv(fd, iov, iovcnt) : rw(fd, iov, iovcnt, 0, false);
 }
 
 ssize_t xf_writev(int fd, const struct iovec *iov, int iovcnt)
@@ -543,7 +557,9 @@ ssize_t xf_recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct msg_op op = {msg, flags, false};
 
-	if (!xf__self_may_wait())
+	/* The error queue is read at once, empty or not (EAGAIN): nothing
+	 * the poller reports as readable fills it. */
+	if (!xf__self_may_wait() || (flags & MSG_ERRQUEUE))
 		return recvmsg(fd, msg, flags);
 	return whole_call(fd, msg, flags, false, msg_attempt, &op, msg->msg_controllen);
 }

@@ -24,7 +24,8 @@
  *   errors     a bad fd, a closed fd, EPIPE, a full blocking pool, and a
  *              fiber waiting on I/O when xf_shutdown is called (ECANCELED);
  *              arguments in the page at 0 (EFAULT), bad timeouts
- *              (EINVAL) in a fiber as in a thread
+ *              (EINVAL) in a fiber as in a thread; reads of nothing and
+ *              an empty error queue answered at once, negative offsets
  *   select_sized  select's sets read and written only as far as n, in a
  *              fiber and a plain thread: a set sized for n, a bit above it,
  *              a descriptor past FD_SETSIZE
@@ -1010,6 +1011,35 @@ static void check_efault(int fd)
 	CHECK(xf_writev(fd, bad_ptr, 1) == -1 && errno == EFAULT);
 }
 
+/* Calls the kernel answers at once, which a fiber must not wait in: a
+ * read of 0 bytes on an empty socket (0), the error queue of a socket
+ * with none (EAGAIN); and pread/pwrite at a negative offset (EINVAL, the
+ * file's position untouched - preadv2 takes -1 for that position). */
+static void check_no_wait(void)
+{
+	int pair[2], dgram, file;
+	char buf[8], name[] = "/tmp/xfiber-io-XXXXXX";
+	struct iovec none = {buf, 0};
+	struct msghdr m = {.msg_iov = &none, .msg_iovlen = 1};
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+	CHECK(xf_read(pair[0], buf, 0) == 0);
+	CHECK(xf_readv(pair[0], &none, 1) == 0);
+	CHECK(xf_close(pair[0]) == 0 && xf_close(pair[1]) == 0);
+	dgram = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK(dgram >= 0);
+	CHECK(xf_recvmsg(dgram, &m, MSG_ERRQUEUE) == -1 && errno == EAGAIN);
+	CHECK(xf_close(dgram) == 0);
+	file = mkstemp(name);
+	CHECK(file >= 0 && unlink(name) == 0);
+	CHECK(xf_pwrite(file, "01234567", 8, 0) == 8 && lseek(file, 4, SEEK_SET) == 4);
+	CHECK(xf_pread(file, buf, 4, -1) == -1 && errno == EINVAL);
+	CHECK(xf_pwrite(file, "xxxx", 4, -1) == -1 && errno == EINVAL);
+	CHECK(lseek(file, 0, SEEK_CUR) == 4);
+	CHECK(xf_pread(file, buf, 4, 0) == 4 && !memcmp(buf, "0123", 4));
+	CHECK(xf_close(file) == 0);
+}
+
 /* Bad timeouts, refused as the kernel refuses them, in a fiber (where the
  * runtime reads them first) as in a plain thread (where the kernel does):
  * EINVAL for a negative time or nanoseconds past a second, EFAULT for a
@@ -1173,6 +1203,7 @@ static void test_errors(void)
 	/* Arguments in the page at 0: EFAULT, as the kernel says, not a crash
 	 * where the runtime reads them first; none when nothing is read. */
 	check_efault(p[0]);
+	check_no_wait();
 	CHECK(xf_write(p[1], "x", 1) == 1);
 	for (int in_thread = 0; in_thread < 2; in_thread++) {
 		pthread_t t;
