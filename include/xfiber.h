@@ -272,7 +272,9 @@ XF_API int xf_shutdown(void);
 /* xf_shutdown that waits at most timeout_ns for the other fibers: then
  * ETIMEDOUT, after writing the fibers still alive to standard error (as
  * xf_dump does), with the runtime still running - the caller may
- * xf_cancel_all() and try again.  XF_FOREVER: as xf_shutdown. */
+ * xf_cancel_all() and try again.  Waits on descriptors fail with ECANCELED
+ * while it waits, and work again once it has returned ETIMEDOUT.
+ * XF_FOREVER: as xf_shutdown. */
 XF_API int xf_shutdown_timeout(uint64_t timeout_ns);
 
 /* ---------------------------------------------------------------------------

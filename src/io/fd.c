@@ -606,6 +606,13 @@ void xf__io_cancel_all(void)
 	}
 }
 
+/* A timed shutdown gave up (ETIMEDOUT), and the runtime runs on: waits on
+ * descriptors work again.  Those cancelled meanwhile stay cancelled. */
+void xf__io_uncancel(void)
+{
+	atomic_store_explicit(&cancelled, 0, memory_order_release);
+}
+
 /* The runtime stopped, or this is a forked child: no registration
  * survives its epoll set.  In a child, the calls under way on an entry,
  * and a close waiting for them, were the parent's fibers' and threads':

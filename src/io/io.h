@@ -187,6 +187,7 @@ static inline bool xf__fd_in_use(const struct xf__fd *e)
 
 /* Whether xf_shutdown has cancelled the fibers' I/O waits (ECANCELED). */
 bool xf__io_cancelled(void);
+void xf__io_uncancel(void); /* after a timed shutdown that gave up */
 /* close_range(first, last): the entries of those descriptors start afresh. */
 void xf__fds_retire_range(unsigned first, unsigned last);
 /* Reports descriptors that xf_close is closing as poll() reports closed

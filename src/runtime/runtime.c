@@ -593,8 +593,9 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 		}
 		xf__dump_unwaited(STDERR_FILENO);
 		xf__lifecycle_lock();
-		xf__rt.closing = false; /* the runtime runs on */
+		xf__rt.closing = false; /* the runtime runs on, and so does I/O */
 		xf__lifecycle_unlock();
+		xf__io_uncancel();
 		return ETIMEDOUT;
 	}
 	xf__dump_signal_stop(); /* before the lock: its dump takes it */

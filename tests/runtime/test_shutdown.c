@@ -2,12 +2,13 @@
  * test_shutdown.c - xf_shutdown_timeout: a fiber blocked for good on a
  * channel nobody closes keeps xf_shutdown waiting forever; the timed
  * shutdown says so on stderr (the stuck fiber, where it waits) and returns
- * ETIMEDOUT with the runtime still running, and after xf_cancel_all the
- * next one succeeds.
+ * ETIMEDOUT with the runtime still running - fibers wait on descriptors
+ * again - and after xf_cancel_all the next one succeeds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +23,16 @@ static void *stuck_receiver(void *arg)
 
 	(void)arg;
 	return (void *)(intptr_t)xf_chan_recv(forgotten, &v);
+}
+
+static int pair[2];
+
+static void *reads_one(void *arg)
+{
+	char c;
+
+	(void)arg;
+	return (void *)(intptr_t)xf_read(pair[0], &c, 1);
 }
 
 static uint64_t now_ns(void)
@@ -47,9 +58,22 @@ static void child(void)
 	t0 = now_ns();
 	CHECK_ERR(xf_shutdown_timeout(50000000), ETIMEDOUT);
 	CHECK(now_ns() - t0 >= 50000000);
-	/* Still running: fibers work. */
+	/* Still running: fibers work, and so do waits on descriptors (they
+	 * stayed cancelled, ECANCELED, after a timed shutdown gave up). */
 	CHECK(xf_self() != NULL);
 	CHECK_ERR(xf_sleep_ns(1000), 0);
+	{
+		xf_fiber *r;
+		void *got;
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+		CHECK_ERR(xf_spawn(&r, reads_one, NULL, NULL), 0);
+		xf_sleep_ns(2000000); /* it waits */
+		CHECK(xf_write(pair[1], "x", 1) == 1);
+		CHECK_ERR(xf_join(r, &got), 0);
+		CHECK((intptr_t)got == 1);
+		CHECK(xf_close(pair[0]) == 0 && xf_close(pair[1]) == 0);
+	}
 	CHECK_ERR(xf_cancel_all(), 0);
 	CHECK_ERR(xf_shutdown_timeout(5ull * 1000000000), 0);
 	CHECK_ERR(xf_chan_destroy(forgotten), 0);
