@@ -74,6 +74,19 @@ std::uint64_t to_ns(std::chrono::duration<Rep, Period> d)
 							     : static_cast<std::uint64_t>(ns);
 }
 
+// Whether e is the error a cancelled wait throws: how xf_cancel_all stops
+// detached fibers and timers before a shutdown, not an error to report.
+inline bool is_cancellation(const std::exception_ptr &e)
+{
+	try {
+		std::rethrow_exception(e);
+	} catch (const std::system_error &x) {
+		return x.code() == std::errc::operation_canceled;
+	} catch (...) {
+		return false;
+	}
+}
+
 } // namespace detail
 
 // The runtime, for the scope of an object: xf_init, then xf_shutdown.
@@ -137,7 +150,7 @@ class fiber {
 		if (st->released.exchange(true)) {
 			std::exception_ptr e = st->error;
 			delete st;
-			if (e && !is_cancellation(e))
+			if (e && !detail::is_cancellation(e))
 				std::rethrow_exception(e); // escapes the fiber: the runtime names it
 		}
 		return nullptr;
@@ -152,17 +165,6 @@ class fiber {
 			check(err, "xf_spawn");
 		}
 		state_ = st;
-	}
-
-	static bool is_cancellation(const std::exception_ptr &e)
-	{
-		try {
-			std::rethrow_exception(e);
-		} catch (const std::system_error &x) {
-			return x.code() == std::errc::operation_canceled;
-		} catch (...) {
-			return false;
-		}
 	}
 
 	xf_fiber *handle_ = nullptr;
@@ -667,14 +669,26 @@ class timer {
 	xf_timer *t_ = nullptr;
 	std::unique_ptr<state> st_;
 
+	// A callback that a cancellation ended (xf_cancel_all before a
+	// shutdown: a blocking call in it threw operation_canceled) ends
+	// quietly, as a detached fiber does; anything else that escapes it
+	// leaves through the runtime's C frames, which end the process.
 	static void call(void *p)
 	{
 		auto *st = static_cast<state *>(p);
+		std::exception_ptr error;
+
 		st->calling.store(xf_self(), std::memory_order_relaxed);
-		st->fn();
+		try {
+			st->fn();
+		} catch (...) {
+			error = std::current_exception();
+		}
 		st->calling.store(nullptr, std::memory_order_relaxed);
 		if (st->orphaned)
 			delete st;
+		if (error && !detail::is_cancellation(error))
+			std::rethrow_exception(error);
 	}
 
 public:

@@ -6,7 +6,8 @@
 // what a cancelled owner's destructors must still do (join its fibers,
 // stop its timers), a timer destroyed from its own callback, a select
 // callback that throws, durations too long for nanoseconds, move-only
-// callbacks, a channel of a type without a default constructor.
+// callbacks, a channel of a type without a default constructor, a timer's
+// callback cancelled by xf_cancel_all.
 //
 // usage: test_layer WORKERS
 #include <atomic>
@@ -515,6 +516,35 @@ void test_timer()
 	CHECK(captured.use_count() == 1);
 }
 
+// xf_cancel_all before a shutdown, while a timer's callback blocks: the
+// callback's wait throws operation_canceled, which ends it quietly, as it
+// ends a detached fiber (it escaped the timer's fiber: std::terminate).
+// Last: it cancels every fiber but this one.
+void test_timer_cancelled()
+{
+	xf::channel<int> nobody_reads(0);
+	std::atomic<bool> blocked{false}, threw{false};
+	{
+		xf::timer t(0ms, [&] {
+			blocked = true;
+			try {
+				nobody_reads.send(1);
+			} catch (const std::system_error &) {
+				threw = true;
+				throw;
+			}
+		});
+		for (int i = 0; i < 1000 && !blocked; i++)
+			xf::this_fiber::sleep_for(1ms);
+		CHECK(blocked);
+		xf::this_fiber::sleep_for(2ms); // in its send
+		CHECK(xf_cancel_all() == 0);
+		for (int i = 0; i < 1000 && !threw; i++)
+			xf::this_fiber::sleep_for(1ms);
+		CHECK(threw);
+	} // stops it: after the callback has ended
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -542,6 +572,7 @@ int main(int argc, char **argv)
 		test_timer_self_destroy();
 		test_select_throw();
 		test_long_durations();
+		test_timer_cancelled();
 		CHECK(rt.shutdown_for(5s));
 	}
 	try {
