@@ -23,8 +23,8 @@
 #include "testlib.h"
 #include "xfiber.h"
 
-#define SIGNERS	       8
-#define SIGNS_EACH     100
+#define SIGNERS	   8
+#define SIGNS_EACH 100
 
 static EVP_PKEY *key;
 static atomic_int verified, failed;
