@@ -213,6 +213,15 @@ static bool gen_moved(const struct xf__fd *e, uint32_t events, uint64_t gen)
 	       ((events & EPOLLOUT) && e->gen_out != (uint32_t)(gen >> 32));
 }
 
+/* A fiber starts to wait on descriptors.  Without a ticker (cooperative)
+ * this worker's scheduling points poll from now on (io/poller.c). */
+static void io_waiter_add(void)
+{
+	atomic_fetch_add_explicit(&xf__io_waiters, 1, memory_order_relaxed);
+	if (!xf__rt.preempt_enabled)
+		atomic_fetch_or_explicit(&xf__this_worker()->due, XF_DUE_IO, memory_order_relaxed);
+}
+
 int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns, uint64_t gen)
 {
 	struct xf_fiber *self = xf__self();
@@ -245,7 +254,7 @@ int xf__fd_wait(struct xf__fd *e, int fd, uint32_t events, uint64_t deadline_ns,
 	link_waiter(e, &me, self, events);
 	atomic_store_explicit(&self->wait_state, XF_WAIT_WAITING, memory_order_relaxed);
 	self->wait_timed = timeout != 0;
-	atomic_fetch_add_explicit(&xf__io_waiters, 1, memory_order_relaxed);
+	io_waiter_add();
 	XF_STAT_INC(xf__this_worker(), io_waits, 1);
 	XF_PROBE3(io__wait, self->id, fd, events);
 	state = xf__wait_block(self, timeout, &e->lock, XF_WAIT_ON_IO, (const void *)(uintptr_t)fd);
@@ -327,7 +336,7 @@ int xf__fds_wait(struct pollfd *fds, nfds_t n, struct xf__io_waiter *w, uint64_t
 		xf__spin_unlock(&nowhere.lock);
 		on_nowhere = true;
 	}
-	atomic_fetch_add_explicit(&xf__io_waiters, 1, memory_order_relaxed);
+	io_waiter_add();
 	XF_STAT_INC(xf__this_worker(), io_waits, 1);
 	/* Something was ready already: withdraw instead of waiting. */
 	state = found ? xf__wait_cancel(self)

@@ -235,6 +235,8 @@ bool xf__poller_claim(struct xf__worker *w);
 void xf__poller_idle(struct xf__worker *w, uint64_t timeout_ns);
 /* An idle worker's look that does not wait: whether it found events. */
 bool xf__poller_try(struct xf__worker *w);
+/* XF_DUE_IO at a scheduling point: a poll (paced when cooperative). */
+void xf__poller_due(struct xf__worker *w);
 /* Wakes the worker sleeping in the poller. */
 void xf__poller_kick(void);
 /* The ticker's look, when every worker is busy: a poll that does not wait. */

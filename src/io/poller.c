@@ -243,6 +243,27 @@ bool xf__poller_try(struct xf__worker *w)
 	return n > 0;
 }
 
+/*
+ * Without a ticker (xf_config.cooperative) nothing sets XF_DUE_IO on a busy
+ * worker, and fibers that only yield to each other never let it poll: a
+ * fiber beside a yield loop waited on its descriptor until the loop ended
+ * (a reviewer's program, 2.9 s).  So while fibers wait on descriptors
+ * there, the bit stays set - every yield takes C's path, as for timers
+ * (sched/timer.c) - and one scheduling point in XF_COOP_IO_POINTS polls.
+ */
+#define XF_COOP_IO_POINTS 64
+
+void xf__poller_due(struct xf__worker *w)
+{
+	if (!xf__rt.preempt_enabled) {
+		if (atomic_load_explicit(&xf__io_waiters, memory_order_relaxed))
+			atomic_fetch_or_explicit(&w->due, XF_DUE_IO, memory_order_relaxed);
+		if (++w->coop_io_points % XF_COOP_IO_POINTS)
+			return;
+	}
+	xf__poller_try(w);
+}
+
 /* The ticker, when every worker is busy: whether events wait, without
  * taking them.  The worker it then preempts takes them (preempt/signal.c)
  * onto its own queue: the ticker never takes a descriptor's lock, which a

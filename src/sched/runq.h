@@ -198,7 +198,7 @@ static inline void xf__runq_poll(struct xf__worker *w)
 	if (unlikely(atomic_load_explicit(&w->due, memory_order_relaxed)))
 		due = atomic_exchange_explicit(&w->due, 0, memory_order_relaxed);
 	if (unlikely(due & XF_DUE_IO))
-		xf__poller_try(w);
+		xf__poller_due(w);
 	if (unlikely(due & XF_DUE_RING))
 		xf__ring_poll(w);
 	if (unlikely(atomic_load_explicit(&w->inbox, memory_order_relaxed) ||

@@ -450,6 +450,8 @@ struct xf__worker {
 	/* This thread's std::call_once pointers, or NULL (sched/cxx.c). */
 	void **once_callable, **once_call;
 	stack_t old_altstack; /* the thread's before ours: back at removal */
+	uint32_t
+	    coop_io_points; /* scheduling points, pacing polls without a ticker (io/poller.c) */
 } __attribute__((aligned(64)));
 
 /* The whole runtime. */

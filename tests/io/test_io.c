@@ -43,6 +43,8 @@
  *   fork_close a fiber forks while others wait to read, or close, their
  *              sockets: in the child, close() and xf_close of those sockets
  *              return (they waited forever for the parent's calls to leave)
+ *   coop_yield cooperative: a fiber reads beside one that only yields; the
+ *              write of a plain thread reaches it within the second
  *   multi      several fibers reading one UDP socket and one pipe, bursts
  *              from a kernel thread, spinners beside: every burst is read
  *              (an event one reader takes must not leave the others
@@ -1460,6 +1462,73 @@ static void *read_a_mib_and_close(void *arg)
 	return NULL;
 }
 
+/* --- coop_yield --- */
+
+static int coop_pipe[2];
+static _Atomic uint64_t coop_written_ns, coop_read_ns;
+
+static void *coop_reader(void *arg)
+{
+	char c;
+
+	(void)arg;
+	if (xf_read(coop_pipe[0], &c, 1) == 1)
+		atomic_store(&coop_read_ns, now_ns());
+	return NULL;
+}
+
+/* Yields, and nothing else, until the reader has read or 5 s passed. */
+static void *coop_yielder(void *arg)
+{
+	uint64_t end = now_ns() + 5000000000ull;
+
+	(void)arg;
+	while (!atomic_load(&coop_read_ns) && now_ns() < end)
+		xf_yield();
+	return NULL;
+}
+
+static void *coop_writer(void *arg)
+{
+	struct timespec ts = {0, 50 * 1000 * 1000};
+
+	(void)arg;
+	nanosleep(&ts, NULL);
+	atomic_store(&coop_written_ns, now_ns());
+	CHECK(write(coop_pipe[1], "x", 1) == 1);
+	return NULL;
+}
+
+/* Cooperative, one worker: a fiber waits to read while another only
+ * yields, and a plain thread writes.  Nothing sends the worker to the
+ * poller (no ticker): the yields must look at the descriptors now and
+ * then, or the reader waits as long as the yielder yields. */
+static void test_coop_yield(void)
+{
+	xf_fiber *r, *y;
+	pthread_t t;
+	uint64_t waited;
+
+	CHECK(pipe(coop_pipe) == 0);
+	CHECK_ERR(xf_init(&(xf_config){.workers = 1, .cooperative = true}), 0);
+	CHECK_ERR(xf_spawn(&r, coop_reader, NULL, NULL), 0);
+	CHECK_ERR(xf_spawn(&y, coop_yielder, NULL, NULL), 0);
+	CHECK(pthread_create(&t, NULL, coop_writer, NULL) == 0);
+	CHECK_ERR(xf_join(y, NULL), 0);
+	CHECK_ERR(xf_join(r, NULL), 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK_ERR(xf_shutdown(), 0);
+	CHECK(atomic_load(&coop_read_ns));
+	waited = atomic_load(&coop_read_ns) - atomic_load(&coop_written_ns);
+	printf("coop_yield: the reader beside a yield loop read %.1f ms after the write\n",
+	       waited / 1e6);
+	if (waited > 1000000000ull)
+		xf_test_fail("the reader waited %llu ms beside a yield loop",
+			     (unsigned long long)(waited / 1000000));
+	close(coop_pipe[0]);
+	close(coop_pipe[1]);
+}
+
 static void test_epipe_rest(void)
 {
 	const size_t big = 32u << 20;
@@ -1728,6 +1797,7 @@ int main(int argc, char **argv)
 	    {"thread_wait", test_thread_wait},
 	    {"fork_close", test_fork_close},
 	    {"epipe_rest", test_epipe_rest},
+	    {"coop_yield", test_coop_yield},
 	};
 
 	if (argc < 2)
