@@ -706,8 +706,17 @@ int xf__overflow_handler_install(struct xf__worker *w)
 	return 0;
 #else
 	size_t size = XF_ALIGN_UP(64 * 1024 + (size_t)xf__rt.frame_reserve, PAGE);
-	stack_t ss;
+	stack_t ss, cur;
 
+	/* The application's own alternate stack (worker 0's thread called
+	 * xf_init), if it is as large, serves the report as well as ours: kept,
+	 * its SA_ONSTACK handlers keep the room they were given.  Replaced by
+	 * a 72 KiB one, a handler using 200 KiB of its 1 MiB overflowed it
+	 * without a word (a reviewer's program). */
+	if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) && cur.ss_size >= size) {
+		w->altstack = NULL; /* nothing of ours to remove */
+		goto take_handler;
+	}
 	w->altstack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (w->altstack == MAP_FAILED) {
 		w->altstack = NULL;
@@ -718,6 +727,7 @@ int xf__overflow_handler_install(struct xf__worker *w)
 	ss = (stack_t){.ss_sp = w->altstack, .ss_size = size};
 	if (sigaltstack(&ss, &w->old_altstack))
 		return errno;
+take_handler:
 	pthread_mutex_lock(&stacks.lock);
 	if (!stacks.handler_installed) {
 		sigset_t mask;

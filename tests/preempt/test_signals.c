@@ -9,7 +9,8 @@
  *   oob      out-of-band TCP data on loopback: the kernel's SIGURG reaches
  *            the application's handler
  *   altstack the application's sigaltstack on the thread that calls xf_init
- *            is back after xf_shutdown, not disabled
+ *            is back after xf_shutdown, not disabled; one larger than the
+ *            runtime's own is kept throughout, for its SA_ONSTACK handlers
  *   view     sigaction() reports the application's handler for SIGURG and
  *            SIGSEGV while the runtime's is in the kernel
  */
@@ -169,6 +170,53 @@ static void test_oob(void)
 	       atomic_load(&got));
 }
 
+/* A 1 MiB alternate stack, larger than the runtime's: kept while it runs,
+ * so an SA_ONSTACK handler raised in a fiber on worker 0 runs on it. */
+static char big_altstack[1024 * 1024];
+static void *_Atomic handler_frame;
+
+static void on_usr1_onstack(int sig)
+{
+	char here;
+
+	(void)sig;
+	atomic_store(&handler_frame, (void *)&here);
+}
+
+static void *raises_usr1(void *arg)
+{
+	(void)arg;
+	raise(SIGUSR1);
+	return NULL;
+}
+
+static void test_altstack_kept(void)
+{
+	stack_t ss = {.ss_sp = big_altstack, .ss_size = sizeof(big_altstack)}, now;
+	struct sigaction sa = {.sa_handler = on_usr1_onstack, .sa_flags = SA_ONSTACK};
+	xf_attr on0 = {.pinned = true, .worker = 0};
+	xf_fiber *f;
+	char *frame;
+
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	CHECK(sigaltstack(&ss, NULL) == 0);
+	CHECK_ERR(xf_init(&(xf_config){.workers = 2}), 0);
+	CHECK(sigaltstack(NULL, &now) == 0);
+	if (now.ss_sp != big_altstack)
+		xf_test_fail("a 1 MiB alternate stack was replaced by %zu bytes", now.ss_size);
+	CHECK_ERR(xf_spawn(&f, raises_usr1, NULL, &on0), 0);
+	CHECK_ERR(xf_join(f, NULL), 0);
+	frame = atomic_load(&handler_frame);
+	if (frame < big_altstack || frame >= big_altstack + sizeof(big_altstack))
+		xf_test_fail("the SA_ONSTACK handler ran at %p, off the application's stack",
+			     frame);
+	CHECK_ERR(xf_shutdown(), 0);
+	CHECK(sigaltstack(NULL, &now) == 0);
+	CHECK(now.ss_sp == big_altstack && !(now.ss_flags & SS_DISABLE));
+	signal(SIGUSR1, SIG_DFL);
+}
+
 static void test_altstack(void)
 {
 	static char mine[64 * 1024];
@@ -186,7 +234,9 @@ static void test_altstack(void)
 	if (now.ss_sp != mine || now.ss_size != sizeof(mine) || (now.ss_flags & SS_DISABLE))
 		xf_test_fail("the application's sigaltstack was not restored (sp %p, flags %d)",
 			     now.ss_sp, now.ss_flags);
-	printf("altstack: the application's alternate stack is back after xf_shutdown\n");
+	test_altstack_kept();
+	printf("altstack: the application's alternate stack is back after xf_shutdown; a large "
+	       "one serves its SA_ONSTACK handlers throughout\n");
 }
 
 static void on_segv(int sig)
