@@ -36,7 +36,8 @@
  * does: when one worker has two or more fibers more than another, queued
  * and running counted (xf__worker_load), and some of its queued ones may
  * move (runq.h), it files a steal request for the less loaded one - an idle
- * worker before a busy one whose queue is as empty.
+ * worker before a busy one whose queue is as empty; between busy workers,
+ * once the imbalance has lasted XF_BALANCE_BUSY_NS.
  * A worker asked for work while its fiber's slice goes on gets a tick that
  * only has it answer (XF_TICK_ANSWER), at once: the thief wakes the ticker
  * (xf__ticker_wake), so an idle worker is not kept waiting for the slice's
@@ -381,7 +382,35 @@ static bool tick(uint64_t now, uint64_t slice_ns, uint64_t resend_ns, uint64_t *
 	return waiting;
 }
 
-static void balance(void)
+/*
+ * Between two busy workers, an imbalance must last XF_BALANCE_BUSY_NS
+ * before the more loaded one is asked for work: the request costs it a
+ * signal (it answers in its handler, ~10 us in a VM), and under a stream of
+ * short requests the queues swing by two and back within a slice - asked
+ * at every such swing, the two workers of bench server's two-worker row
+ * traded ~3,000 requests a second each way, for fibers that would have run
+ * within a slice where they were (docs/io.md).  Linux's load balancer too
+ * acts on loads averaged over milliseconds, not on each wake-up.  A worker
+ * idle or all but (nothing running) is given work at once.
+ */
+#define XF_BALANCE_BUSY_NS 1000000
+
+static struct {
+	struct xf__worker *longest, *shortest; /* the imbalance seen at every look since */
+	uint64_t since_ns;
+} imbalance;
+
+static bool balance_busy_wait(struct xf__worker *longest, struct xf__worker *shortest, uint64_t now)
+{
+	if (imbalance.longest != longest || imbalance.shortest != shortest) {
+		imbalance.longest = longest;
+		imbalance.shortest = shortest;
+		imbalance.since_ns = now;
+	}
+	return now - imbalance.since_ns < XF_BALANCE_BUSY_NS;
+}
+
+static void balance(uint64_t now)
 {
 	struct xf__worker *longest = NULL, *shortest = NULL;
 	unsigned most = 0, least = ~0u;
@@ -400,8 +429,14 @@ static void balance(void)
 			shortest = w;
 		}
 	}
-	if (longest != shortest && most >= least + 2)
-		xf__steal_request(shortest, longest);
+	if (longest == shortest || most < least + 2) {
+		imbalance.longest = NULL; /* balanced at this look */
+		return;
+	}
+	if (xf__worker_busy(shortest) && balance_busy_wait(longest, shortest, now))
+		return;
+	imbalance.longest = NULL;
+	xf__steal_request(shortest, longest);
 }
 
 /* XFIBER_TICKER=fair keeps the ticker in the fair class where it could be
@@ -466,7 +501,7 @@ static void *ticker_main(void *arg)
 		ts = (struct timespec){(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
 		syscall(SYS_futex, &ticker.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 		atomic_store(&xf__ticker_sleeping_long, 0);
-		balance();
+		balance(xf__now_ns());
 		if (atomic_load(&ticker.wake) != seen)
 			quiet_ticks = 0; /* poked: something was queued */
 		now = xf__now_ns();
@@ -549,6 +584,7 @@ void xf__ticker_wake(void)
 void xf__ticker_forget(void)
 {
 	xf__stall_forget();
+	imbalance.longest = NULL;
 	ticker.started = false;
 	atomic_store(&ticker.wake, 0);
 	atomic_store(&xf__ticker_sleeping_long, 0);

@@ -104,6 +104,14 @@ static inline unsigned xf__worker_load(struct xf__worker *v)
 	return atomic_load_explicit(&v->nr_queued, memory_order_relaxed) + (cur && cur != v->idle);
 }
 
+/* Whether v runs a fiber now (not its idle loop), read racily: a hint. */
+static inline bool xf__worker_busy(struct xf__worker *v)
+{
+	struct xf_fiber *cur = __atomic_load_n(&v->current, __ATOMIC_RELAXED);
+
+	return cur && cur != v->idle;
+}
+
 /* Queues f, woken or new, behind everything that waits. */
 static inline void xf__runq_push(struct xf__worker *w, struct xf_fiber *f)
 {
