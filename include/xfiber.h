@@ -576,9 +576,11 @@ XF_API int xf_preempt_unsafe_add(const void *addr);
  * preemption disabled) each is the plain call.  They wait whatever the
  * descriptor's O_NONBLOCK flag says, and never change it, but for a
  * listening socket, which xf_accept4 makes non-blocking for good, and a
- * socket during an xf_connect to it.  A socket call given MSG_DONTWAIT only
- * tries.  Writes to stream sockets and pipes write everything, as blocking
- * writes do.  Fibers waiting in them when xf_shutdown is called fail with
+ * socket during an xf_connect to it.  The exception: xf_connect on a socket
+ * the caller made non-blocking says EINPROGRESS, as connect does (code
+ * that sets the flag expects it, and waits with xf_fd_wait for POLLOUT).
+ * A socket call given MSG_DONTWAIT only tries.  Writes to stream sockets and pipes write
+ * everything, as blocking writes do.  Fibers waiting in them when xf_shutdown is called fail with
  * ECANCELED.  docs/io.md says how it works.
  */
 XF_API ssize_t xf_read(int fd, void *buf, size_t n);
