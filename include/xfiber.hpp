@@ -32,6 +32,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -85,6 +86,15 @@ inline bool is_cancellation(const std::exception_ptr &e)
 	} catch (...) {
 		return false;
 	}
+}
+
+// std::terminate, with e as the exception it names (noexcept: rethrown
+// here it cannot leave).
+[[noreturn]] inline void terminate_with(std::exception_ptr e) noexcept
+{
+	std::fputs("xfiber: an exception escaped a detached fiber; std::terminate() follows\n",
+		   stderr);
+	std::rethrow_exception(e);
 }
 
 } // namespace detail
@@ -244,8 +254,14 @@ public:
 		check(xf_detach(handle_), "xf_detach");
 		handle_ = nullptr;
 		if (state_->released.exchange(true)) {
-			// It had ended: its exception, if any, is dropped with it.
+			// It had ended: an exception that escaped it ends the process
+			// now, as it would have had it ended after the detach.
+			std::exception_ptr e = state_->error;
+
 			delete state_;
+			state_ = nullptr;
+			if (e && !detail::is_cancellation(e))
+				detail::terminate_with(e);
 		}
 		state_ = nullptr;
 	}
@@ -529,7 +545,11 @@ public:
 // optional once the channel is closed and drained); a send, whose callback
 // runs once the value went (a send on a closed channel throws EPIPE); and
 // a timeout.  select() performs exactly one, each of those ready as likely
-// as the others, and returns its index.  Callbacks may be move-only.
+// as the others, and returns its index.  Callbacks may be move-only.  A
+// send case owns its value: when another case is chosen, it is destroyed
+// with the case - a move-only value that must not be lost goes through
+// channel::send_for or try_send, which give it back, or in a select as a
+// copy (a shared_ptr, say).
 template <class T, class F> struct recv_case {
 	channel<T> *ch;
 	F fn;

@@ -7,17 +7,20 @@
 // stop its timers), a timer destroyed from its own callback, a select
 // callback that throws, durations too long for nanoseconds, move-only
 // callbacks, a channel of a type without a default constructor, a timer's
-// callback cancelled by xf_cancel_all.
+// callback cancelled by xf_cancel_all, an exception of a fiber detached
+// after it ended.
 //
 // usage: test_layer WORKERS
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <sys/wait.h>
 #include <system_error>
 #include <thread>
 #include <unistd.h>
@@ -545,6 +548,26 @@ void test_timer_cancelled()
 	} // stops it: after the callback has ended
 }
 
+// A fiber that ended by an exception, detached afterwards: the exception
+// ends the process, as it does when the fiber ends after its detach (it
+// was dropped).  In a child process, before the runtime of the rest.
+void test_detach_after_throw()
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		xf::runtime rt;
+		xf::fiber f([] { throw std::runtime_error("thrown before the detach"); });
+		xf::this_fiber::sleep_for(20ms); // it has ended
+		f.detach();
+		_exit(0); // not reached
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -554,6 +577,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	alarm(50);
+	test_detach_after_throw();
 	xf_config cfg{};
 	cfg.workers = unsigned(std::atoi(argv[1]));
 	cfg.slice_us = 100;
