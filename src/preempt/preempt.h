@@ -178,6 +178,7 @@ struct xf__stall_report {
 	uintptr_t pc[XF_STALL_FRAMES];
 };
 int xf__stall_configure(void); /* XFIBER_STALL_MS; EINVAL for a bad value */
+uint64_t xf__stall_threshold_ns(void); /* XFIBER_STALL_MS in ns; 0: off */
 /* With the ticker: the reporter thread, where reports are wanted; stopped
  * (or left, if stuck writing) with it; forgotten in a fork's child. */
 int xf__stall_start(void);

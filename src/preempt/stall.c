@@ -48,7 +48,7 @@
 #define CAPTURE_WAIT_NS	   (200 * 1000 * 1000ull)
 #define CAPTURE_RESEND_NS  (20 * 1000 * 1000ull) /* a standard signal merges with a pending one */
 
-static uint64_t stall_ns; /* 0: no reports */
+static uint64_t stall_ns = (uint64_t)STALL_DEFAULT_MS * 1000000u; /* 0: no reports */
 
 /* One capture at a time, between the ticker and one worker's handler. */
 enum { CAPTURE_FREE, CAPTURE_ASKED, CAPTURE_TAKING, CAPTURE_DONE };
@@ -94,6 +94,11 @@ int xf__stall_configure(void)
 	}
 	stall_ns = (uint64_t)ms * 1000000u;
 	return 0;
+}
+
+uint64_t xf__stall_threshold_ns(void)
+{
+	return stall_ns;
 }
 
 /* --- in the stuck thread's handler: async-signal context --- */

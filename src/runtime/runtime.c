@@ -541,13 +541,37 @@ void xf__runtime_fork(enum xf__fork_phase phase)
 
 /* Blocks the first fiber until it is the only one left, or until
  * deadline_ns (0: none); whether it is. */
+/* A shutdown that has waited this many stall thresholds (XFIBER_STALL_MS;
+ * 10 s by default) says for whom, once: a fiber blocked for good otherwise
+ * kept xf_shutdown - ~xf::runtime - waiting without a word. */
+#define XF_SHUTDOWN_REPORT_STALLS 5
+
+static void report_long_shutdown(void)
+{
+	static const char msg[] = "xfiber: xf_shutdown still waits for these fibers "
+				  "(xf_shutdown_timeout and xf_cancel_all end such waits):\n";
+
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+		/* nowhere to say it */
+	}
+	xf__dump_unwaited(STDERR_FILENO);
+}
+
 static bool wait_for_others(struct xf_fiber *self, uint64_t deadline_ns)
 {
+	uint64_t report_ns = xf__stall_threshold_ns() * XF_SHUTDOWN_REPORT_STALLS;
+	uint64_t start = xf__now_ns();
+	bool reported = !report_ns;
+
 	while (xf__live_fibers() > 1) {
 		uint64_t now = xf__now_ns(), wait = XF_SHUTDOWN_RECHECK_NS;
 
 		if (deadline_ns && now >= deadline_ns)
 			break;
+		if (!reported && now - start >= report_ns) {
+			reported = true;
+			report_long_shutdown();
+		}
 		if (deadline_ns && deadline_ns - now < wait)
 			wait = deadline_ns - now;
 		xf__wait_prepare(self);
