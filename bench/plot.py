@@ -103,4 +103,10 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    try:
+        sys.exit(main(sys.argv))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
+        # A file that cannot be read or written, or results of another shape
+        # (a broken or foreign JSON): one line, not a traceback.
+        sys.stderr.write("plot.py: %s: %s\n" % (type(e).__name__, e))
+        sys.exit(1)

@@ -4,6 +4,7 @@
  * `xfiber bench compare` and `xfiber bench plot`.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,16 +66,50 @@ static int parse_uint(const char *opt, const char *v, unsigned min, unsigned max
 	return 0;
 }
 
-static int parse_seconds(const char *opt, const char *v, double min, double max, double *out)
+/* A number from min to max; what it counts, for the complaint. */
+static int parse_number(const char *opt, const char *v, const char *what, double min, double max,
+			double *out)
 {
 	char *end;
 	double x = strtod(v, &end);
 
 	if (!*v || *end || !(x >= min && x <= max)) {
-		complain("%s wants seconds from %g to %g, not '%s'", opt, min, max, v);
+		complain("%s wants %s from %g to %g, not '%s'", opt, what, min, max, v);
 		return -1;
 	}
 	*out = x;
+	return 0;
+}
+
+static int parse_seconds(const char *opt, const char *v, double min, double max, double *out)
+{
+	return parse_number(opt, v, "seconds", min, max, out);
+}
+
+/* Whether the file an option names can be written, asked before a run
+ * of minutes rather than after it: a file that does not exist yet is
+ * made and removed again. */
+static int check_writable(const char *opt, const char *path)
+{
+	int fd;
+
+	if (!*path) {
+		complain("%s wants a file name", opt);
+		return -1;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+		return 0;
+	}
+	if (errno == EEXIST)
+		fd = open(path, O_WRONLY | O_CLOEXEC); /* not truncated: the run may fail */
+	if (fd < 0) {
+		complain("%s: cannot write %s: %s", opt, path, strerror(errno));
+		return -1;
+	}
+	close(fd);
 	return 0;
 }
 
@@ -198,16 +233,14 @@ static int set_iterations(struct cli *c, const struct bench_option *opt, const c
 
 static int set_json(struct cli *c, const struct bench_option *opt, const char *value)
 {
-	(void)opt;
 	c->json = value;
-	return 0;
+	return check_writable(opt->name, value);
 }
 
 static int set_plot(struct cli *c, const struct bench_option *opt, const char *value)
 {
-	(void)opt;
 	c->plot = value;
-	return 0;
+	return check_writable(opt->name, value);
 }
 
 static int set_baseline(struct cli *c, const struct bench_option *opt, const char *value)
@@ -647,7 +680,8 @@ static int run_compare(int argc, char **argv)
 
 	for (int i = 2; i < argc; i++) {
 		if (!strncmp(argv[i], "--alpha=", 8)) {
-			if (parse_seconds("--alpha", argv[i] + 8, 1e-6, 0.5, &alpha))
+			if (parse_number("--alpha", argv[i] + 8, "a significance level", 1e-6, 0.5,
+					 &alpha))
 				return 2;
 		} else if (argv[i][0] == '-') {
 			complain("compare: unknown option '%s' (see 'xfiber bench --help')",
@@ -683,6 +717,8 @@ static int run_plot(int argc, char **argv)
 		complain("plot: cannot read %s: %s", argv[2], strerror(errno));
 		return 1;
 	}
+	if (check_writable("plot", argv[3]))
+		return 1;
 	if (xf_bench_plot(argv[2], argv[3], err, sizeof(err))) {
 		complain("%s", err);
 		return 1;

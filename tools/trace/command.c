@@ -140,23 +140,29 @@ static int parse_args(int argc, char **argv, struct trace_options *opt)
 	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		if (!strcmp(argv[i], "--json")) {
 			opt->json = true;
+		} else if (!strncmp(argv[i], "--output=", 9)) { /* as bench takes them */
+			opt->output = argv[i] + 9;
 		} else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
 			if (++i == argc) {
 				xf_trace_error("%s needs a file name", argv[i - 1]);
 				return -1;
 			}
 			opt->output = argv[i];
-		} else if (!strcmp(argv[i], "--buffer-kb")) {
+		} else if (!strcmp(argv[i], "--buffer-kb") ||
+			   !strncmp(argv[i], "--buffer-kb=", 12)) {
+			/* --buffer-kb N, or --buffer-kb=N as bench's options */
+			const char *v = argv[i][11] == '=' ? argv[i] + 12
+					: i + 1 < argc	   ? argv[++i]
+							   : "";
 			char *end;
-			unsigned long kb = i + 1 < argc ? strtoul(argv[i + 1], &end, 10) : 0;
+			unsigned long kb = strtoul(v, &end, 10);
 
-			if (i + 1 == argc || *end || kb < 64 || kb > 1024 * 1024) {
+			if (!*v || *end || kb < 64 || kb > 1024 * 1024) {
 				xf_trace_error(
 				    "--buffer-kb needs a number of KB from 64 to 1048576");
 				return -1;
 			}
 			opt->buffer_kb = (unsigned)kb;
-			i++;
 		} else if (argv[i][0] == '-') {
 			xf_trace_error("unknown option '%s' (see 'xfiber trace --help')", argv[i]);
 			return -1;
