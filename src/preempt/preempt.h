@@ -48,16 +48,24 @@ static inline __attribute__((always_inline)) void xf__preempt_disable(void)
 /* Takes a pending preemption: a voluntary yield. */
 void xf__preempt_slow(void);
 
-static inline __attribute__((always_inline)) void xf__preempt_enable(void)
+/* Ends a section: whether that left a preemption to take - the nesting
+ * back at 0 with one pending (the word 0). */
+static inline __attribute__((always_inline)) bool xf__preempt_enable_pending(void)
 {
 	__asm__ goto("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
 		     "subl $1, %%fs:(%%rax)\n\t"
-		     "jz %l[slow]" ::
+		     "jz %l[pending]" ::
 			 : "rax", "memory", "cc"
-		     : slow);
-	return;
-slow:
-	xf__preempt_slow();
+		     : pending);
+	return false;
+pending:
+	return true;
+}
+
+static inline __attribute__((always_inline)) void xf__preempt_enable(void)
+{
+	if (xf__preempt_enable_pending())
+		xf__preempt_slow();
 }
 
 /* Takes a pending preemption only if caller's code may be preempted (not
@@ -73,14 +81,8 @@ void xf__preempt_slow_for(const void *caller);
  * pthread_rwlock_wrlock inside it took one. */
 static inline __attribute__((always_inline)) void xf__preempt_enable_for(const void *caller)
 {
-	__asm__ goto("movq xf__preempt_word@gottpoff(%%rip), %%rax\n\t"
-		     "subl $1, %%fs:(%%rax)\n\t"
-		     "jz %l[slow]" ::
-			 : "rax", "memory", "cc"
-		     : slow);
-	return;
-slow:
-	xf__preempt_slow_for(caller);
+	if (xf__preempt_enable_pending())
+		xf__preempt_slow_for(caller);
 }
 
 /* Ends a critical section without taking a pending preemption (the caller
