@@ -546,12 +546,10 @@ void xf__runtime_fork(enum xf__fork_phase phase)
  * kept xf_shutdown - ~xf::runtime - waiting without a word. */
 #define XF_SHUTDOWN_REPORT_STALLS 5
 
-static void report_long_shutdown(void)
+/* Writes headline, then the fibers a shutdown waits for (as xf_dump). */
+static void say_unwaited(const char *headline)
 {
-	static const char msg[] = "xfiber: xf_shutdown still waits for these fibers "
-				  "(xf_shutdown_timeout and xf_cancel_all end such waits):\n";
-
-	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+	if (write(STDERR_FILENO, headline, strlen(headline)) < 0) {
 		/* nowhere to say it */
 	}
 	xf__dump_unwaited(STDERR_FILENO);
@@ -570,7 +568,8 @@ static bool wait_for_others(struct xf_fiber *self, uint64_t deadline_ns)
 			break;
 		if (!reported && now - start >= report_ns) {
 			reported = true;
-			report_long_shutdown();
+			say_unwaited("xfiber: xf_shutdown still waits for these fibers "
+				     "(xf_shutdown_timeout and xf_cancel_all end such waits):\n");
 		}
 		if (deadline_ns && deadline_ns - now < wait)
 			wait = deadline_ns - now;
@@ -609,13 +608,8 @@ int xf_shutdown_timeout(uint64_t timeout_ns)
 	xf__rt.closing = true;
 	xf__lifecycle_unlock();
 	if (!wait_for_others(self, deadline)) {
-		static const char msg[] =
-		    "xfiber: xf_shutdown_timeout: fibers still alive after the timeout:\n";
-
-		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
-			/* nowhere to say it */
-		}
-		xf__dump_unwaited(STDERR_FILENO);
+		say_unwaited(
+		    "xfiber: xf_shutdown_timeout: fibers still alive after the timeout:\n");
 		xf__lifecycle_lock();
 		xf__rt.closing = false; /* the runtime runs on, and so does I/O */
 		xf__lifecycle_unlock();
